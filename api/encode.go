@@ -1,0 +1,173 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// maxBodyBytes caps every request body. It leaves room around the largest
+// legal plan (a 256 KiB payload and a 64 KiB command); the payload's own
+// limit is checked separately so its error names it.
+const maxBodyBytes = 1 << 20
+
+// encode writes v as JSON with status.
+func encode(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads one JSON value of type T from the request body. Unknown
+// fields, trailing data, wrong types and syntax errors are EINVALID; a
+// missing or non-JSON Content-Type is answered by the caller as 415.
+func decode[T any](r *http.Request) (T, error) {
+	var v T
+	if !isJSON(r.Header.Get("Content-Type")) {
+		return v, errUnsupportedMediaType
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return v, decodeError(err)
+		}
+		return v, service.Errorf(service.EINVALID, "The request body must hold a single JSON value.")
+	}
+	return v, nil
+}
+
+var errUnsupportedMediaType = errors.New("unsupported media type")
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+func decodeError(err error) error {
+	var maxErr *http.MaxBytesError
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxErr):
+		return service.Errorf(service.ETOOLARGE, "The request body must be at most %d bytes.", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return service.Errorf(service.EINVALID, "The request body is empty; a JSON object is required.")
+	case errors.As(err, &syntaxErr):
+		return service.Errorf(service.EINVALID, "The request body is not valid JSON (at byte %d).", syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return service.Errorf(service.EINVALID, "The request body is truncated JSON.")
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return service.Errorf(service.EINVALID, "The request body must be a JSON object.")
+		}
+		return &service.Error{Code: service.EINVALID, Message: fmt.Sprintf("Field %q has the wrong type.", field),
+			Fields: []service.FieldError{{Field: field, Message: "must be of type " + typeErr.Type.String()}}}
+	}
+	// Unknown fields and other decoder complaints: the decoder's text names the field.
+	return service.Errorf(service.EINVALID, "The request body is invalid: %s.", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// problem is an RFC 9457 problem details body with Kukie's stable code.
+type problem struct {
+	Type      string               `json:"type"`
+	Title     string               `json:"title"`
+	Status    int                  `json:"status"`
+	Detail    string               `json:"detail"`
+	Code      string               `json:"code"`
+	RequestID string               `json:"request_id,omitempty"`
+	Errors    []service.FieldError `json:"errors,omitempty"`
+}
+
+// Wire codes: the contract clients code against.
+const (
+	codeInvalidRequest       = "invalid_request"
+	codeValidationFailed     = "validation_failed"
+	codeUnauthenticated      = "unauthenticated"
+	codeForbidden            = "forbidden"
+	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeConflict             = "conflict"
+	codePayloadTooLarge      = "payload_too_large"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeUnavailable          = "unavailable"
+	codeInternal             = "internal"
+)
+
+// wireErrors maps service error codes to HTTP status and wire code.
+var wireErrors = map[string]struct {
+	status int
+	code   string
+}{
+	service.EINVALID:         {http.StatusBadRequest, codeInvalidRequest},
+	service.EVALIDATION:      {http.StatusUnprocessableEntity, codeValidationFailed},
+	service.EUNAUTHENTICATED: {http.StatusUnauthorized, codeUnauthenticated},
+	service.EFORBIDDEN:       {http.StatusForbidden, codeForbidden},
+	service.ENOTFOUND:        {http.StatusNotFound, codeNotFound},
+	service.ECONFLICT:        {http.StatusConflict, codeConflict},
+	service.ETOOLARGE:        {http.StatusRequestEntityTooLarge, codePayloadTooLarge},
+	service.EUNAVAILABLE:     {http.StatusServiceUnavailable, codeUnavailable},
+	service.EINTERNAL:        {http.StatusInternalServerError, codeInternal},
+}
+
+// writeProblem writes a problem response with an explicit status and code.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string, fields []service.FieldError) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kukie"`)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{
+		Type:      "about:blank",
+		Title:     http.StatusText(status),
+		Status:    status,
+		Detail:    detail,
+		Code:      code,
+		RequestID: requestIDFromContext(r.Context()),
+		Errors:    fields,
+	})
+}
+
+// writeError answers with the problem err maps to. Unclassified errors are
+// logged with their detail and answered with a generic 500.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if errors.Is(err, errUnsupportedMediaType) {
+		writeProblem(w, r, http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
+			"The request body must be JSON (Content-Type: application/json).", nil)
+		return
+	}
+	code := service.ErrorCode(err)
+	wire, ok := wireErrors[code]
+	if !ok {
+		wire = wireErrors[service.EINTERNAL]
+	}
+	var fields []service.FieldError
+	var se *service.Error
+	if errors.As(err, &se) {
+		fields = se.Fields
+	}
+	detail := service.ErrorMessage(err)
+	switch wire.status {
+	case http.StatusInternalServerError:
+		detail = "An internal error occurred."
+		log.ErrorContext(r.Context(), "request failed", "request_id", requestIDFromContext(r.Context()), "err", err)
+	case http.StatusServiceUnavailable:
+		log.WarnContext(r.Context(), "dependency unavailable", "request_id", requestIDFromContext(r.Context()), "err", err)
+	}
+	writeProblem(w, r, wire.status, wire.code, detail, fields)
+}

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// route is one entry of the API surface. The OpenAPI drift test walks this
+// table: every route must be documented, with the same roles.
+type route struct {
+	method, pattern string
+	handler         http.Handler
+	// public routes need no token (the documentation).
+	public bool
+	// roles a token needs (any one of them); empty means any authenticated caller.
+	roles []service.Role
+	// humanOnly refuses tokens carrying the agent role, whatever else they carry.
+	humanOnly bool
+	// asset routes serve static files under a documented route and are not
+	// themselves in the OpenAPI document.
+	asset bool
+}
+
+var (
+	agentOnly = []service.Role{service.RoleAgent}
+	people    = []service.Role{service.RoleMember, service.RoleAdmin}
+)
+
+// routes lists the whole API surface in one place.
+func routes(d Deps) []route {
+	return []route{
+		{method: "GET", pattern: "/openapi.yaml", handler: handleOpenAPI(), public: true},
+		{method: "GET", pattern: "/docs", handler: handleDocs(), public: true},
+		{method: "GET", pattern: "/docs/*", handler: handleDocs(), public: true, asset: true},
+
+		{method: "GET", pattern: "/v1/team", handler: handleTeamGet(d.Logger, d.Teams)},
+
+		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},
+		{method: "GET", pattern: "/v1/plans", handler: handlePlanList(d.Logger, d.Plans)},
+		{method: "GET", pattern: "/v1/plans/{id}", handler: handlePlanGet(d.Logger, d.Plans)},
+		{method: "POST", pattern: "/v1/plans/{id}/approve", handler: handlePlanApprove(d.Logger, d.Plans), roles: people, humanOnly: true},
+		{method: "POST", pattern: "/v1/plans/{id}/reject", handler: handlePlanReject(d.Logger, d.Plans), roles: people, humanOnly: true},
+		{method: "POST", pattern: "/v1/plans/{id}/result", handler: handlePlanResult(d.Logger, d.Plans), roles: agentOnly},
+	}
+}

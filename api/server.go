@@ -1,0 +1,50 @@
+// Package api is the HTTP adapter: the chi router, middleware, JSON and
+// problem responses, the embedded OpenAPI document and its docs page.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// Deps are what the public API needs.
+type Deps struct {
+	Logger   *slog.Logger
+	Verifier service.TokenVerifier
+	Plans    *service.Plans
+	Teams    *service.Teams
+	Metrics  *Metrics
+	// RequestTimeout bounds each /v1 request's context (default 30 s).
+	RequestTimeout time.Duration
+}
+
+// NewServer returns the public API handler.
+func NewServer(d Deps) http.Handler {
+	if d.RequestTimeout == 0 {
+		d.RequestTimeout = 30 * time.Second
+	}
+	r := chi.NewRouter()
+	r.Use(observe(d.Logger, d.Metrics))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, http.StatusNotFound, codeNotFound, "No such route.", nil)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			"The route does not support the "+r.Method+" method.", nil)
+	})
+	authn := authenticate(d.Logger, d.Verifier)
+	limits := limitBody(d.RequestTimeout)
+	for _, rt := range routes(d) {
+		h := rt.handler
+		if !rt.public {
+			h = limits(authn(authorize(rt.roles, rt.humanOnly)(h)))
+		}
+		r.Method(rt.method, rt.pattern, h)
+	}
+	return r
+}

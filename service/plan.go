@@ -1,0 +1,116 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// PlanStatus is where an Action Plan is in its lifecycle:
+// pending → approved → executed|failed, or pending → rejected.
+type PlanStatus string
+
+// Plan statuses.
+const (
+	PlanPending  PlanStatus = "pending"
+	PlanApproved PlanStatus = "approved"
+	PlanRejected PlanStatus = "rejected"
+	PlanExecuted PlanStatus = "executed"
+	PlanFailed   PlanStatus = "failed"
+)
+
+// Valid reports whether s is one of the known statuses.
+func (s PlanStatus) Valid() bool {
+	switch s {
+	case PlanPending, PlanApproved, PlanRejected, PlanExecuted, PlanFailed:
+		return true
+	}
+	return false
+}
+
+// Visibility says who in the team can see a plan.
+type Visibility string
+
+// Visibilities: a private plan is seen only by its creator (admins included);
+// a shared plan by the whole team.
+const (
+	VisibilityPrivate Visibility = "private"
+	VisibilityShared  Visibility = "shared"
+)
+
+// ResourceRef names one Kubernetes object a plan touches. Group is empty for
+// the core group, Namespace for cluster-scoped objects.
+type ResourceRef struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Plan is an Action Plan: the approval-card record the agent creates before
+// it runs a change. Payload is free-form JSON; readers must tolerate any shape.
+type Plan struct {
+	ID              string          `json:"id"`
+	ClusterID       string          `json:"cluster_id"`
+	ConversationID  string          `json:"conversation_id"`
+	Visibility      Visibility      `json:"visibility"`
+	Tool            string          `json:"tool"`
+	Command         string          `json:"command"`
+	Resources       []ResourceRef   `json:"resources"`
+	Payload         json.RawMessage `json:"payload"`
+	Status          PlanStatus      `json:"status"`
+	CreatedBy       string          `json:"created_by"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	ApprovedBy      *string         `json:"approved_by"`
+	ApprovedAt      *time.Time      `json:"approved_at"`
+	RejectedBy      *string         `json:"rejected_by"`
+	RejectedAt      *time.Time      `json:"rejected_at"`
+	CompletedBy     *string         `json:"completed_by"`
+	CompletedAt     *time.Time      `json:"completed_at"`
+	Output          *string         `json:"output"`
+	OutputTruncated bool            `json:"output_truncated"`
+
+	// TeamID is the owning team; never serialised (the caller knows its team).
+	TeamID string `json:"-"`
+}
+
+// PlanFilter selects plans for a list; empty fields do not filter.
+type PlanFilter struct {
+	ClusterID      string
+	Status         PlanStatus
+	ConversationID string
+	Kind           string // lower-cased
+	Namespace      string
+	Name           string
+	Limit          int
+	After          *PlanCursor
+}
+
+// PlanCursor is the position after which the next page starts (newest first).
+type PlanCursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"id"`
+}
+
+// NewPlan is a validated plan to insert, with the idempotency data of its request.
+type NewPlan struct {
+	Plan           Plan
+	IdempotencyKey string // "" when the request had none
+	Fingerprint    string // hash of the normalised request, to detect key reuse
+}
+
+// PlanStore persists plans. Every method is scoped to the viewer's team and
+// visibility: a plan the viewer cannot see is ENOTFOUND.
+type PlanStore interface {
+	// CreatePlan inserts the plan. When the same creator already used the
+	// idempotency key, it returns the stored plan and replayed=true instead,
+	// or ECONFLICT if that plan came from a different request.
+	CreatePlan(ctx context.Context, np NewPlan, now time.Time) (p Plan, replayed bool, err error)
+	GetPlan(ctx context.Context, viewer Principal, id string) (Plan, error)
+	// ListPlans returns up to f.Limit plans, newest first, and whether more follow.
+	ListPlans(ctx context.Context, viewer Principal, f PlanFilter) (plans []Plan, more bool, err error)
+	// UpdatePlan locks the plan, lets update change it and stores the result
+	// in one transaction. An error from update aborts without writing.
+	UpdatePlan(ctx context.Context, viewer Principal, id string, update func(*Plan) error) (Plan, error)
+}

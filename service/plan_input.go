@@ -1,0 +1,198 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on plan input. They keep one plan's row and its approval card small.
+const (
+	MaxPayloadBytes     = 256 << 10
+	MaxOutputBytes      = 64 << 10
+	MaxPlanResources    = 50
+	MaxCommandBytes     = 64 << 10
+	maxIDLength         = 256
+	maxToolLength       = 128
+	maxKindLength       = 63
+	maxNamespaceLength  = 63
+	maxNameLength       = 253
+	maxGroupLength      = 253
+	maxIdempotencyKey   = 255
+	DefaultPlanPageSize = 50
+	MaxPlanPageSize     = 200
+)
+
+// PlanInput is what a client sends to create a plan.
+type PlanInput struct {
+	ClusterID      string          `json:"cluster_id"`
+	ConversationID string          `json:"conversation_id"`
+	Visibility     Visibility      `json:"visibility"`
+	Tool           string          `json:"tool"`
+	Command        string          `json:"command"`
+	Resources      []ResourceRef   `json:"resources"`
+	Payload        json.RawMessage `json:"payload"`
+}
+
+// ResultInput is what the agent reports after running a plan.
+type ResultInput struct {
+	Outcome PlanStatus `json:"outcome"`
+	Output  string     `json:"output"`
+}
+
+// checkText validates one string field: presence, length in bytes, and
+// characters PostgreSQL text cannot hold.
+func checkText(v *ValidationErrors, field, s string, required bool, max int) {
+	switch {
+	case required && strings.TrimSpace(s) == "":
+		v.Add(field, "is required")
+	case len(s) > max:
+		v.Add(field, "must be at most %d bytes", max)
+	case strings.ContainsRune(s, 0):
+		v.Add(field, "must not contain the NUL character (\\u0000)")
+	}
+}
+
+// validate checks in and returns it with its payload normalised.
+func (in PlanInput) validate() (PlanInput, error) {
+	var v ValidationErrors
+	checkText(&v, "cluster_id", in.ClusterID, true, maxIDLength)
+	checkText(&v, "conversation_id", in.ConversationID, true, maxIDLength)
+	checkText(&v, "tool", in.Tool, true, maxToolLength)
+	checkText(&v, "command", in.Command, true, MaxCommandBytes)
+	switch in.Visibility {
+	case VisibilityPrivate, VisibilityShared:
+	case "":
+		v.Add("visibility", "is required: private or shared")
+	default:
+		v.Add("visibility", "must be private or shared")
+	}
+	if len(in.Resources) > MaxPlanResources {
+		v.Add("resources", "must hold at most %d resources", MaxPlanResources)
+	} else {
+		for i, r := range in.Resources {
+			f := fmt.Sprintf("resources[%d].", i)
+			checkText(&v, f+"group", r.Group, false, maxGroupLength)
+			checkText(&v, f+"kind", r.Kind, true, maxKindLength)
+			checkText(&v, f+"namespace", r.Namespace, false, maxNamespaceLength)
+			checkText(&v, f+"name", r.Name, true, maxNameLength)
+		}
+	}
+	if in.Resources == nil {
+		in.Resources = []ResourceRef{}
+	}
+	if len(in.Payload) > MaxPayloadBytes {
+		return in, Errorf(ETOOLARGE, "payload must be at most %d bytes", MaxPayloadBytes)
+	}
+	payload, err := NormalizePayload(in.Payload)
+	if err != nil {
+		var fe FieldError
+		if errors.As(err, &fe) {
+			v = append(v, fe)
+		} else {
+			v.Add("payload", "%v", err)
+		}
+	}
+	in.Payload = payload
+	return in, v.Err()
+}
+
+func (fe FieldError) Error() string { return fe.Field + ": " + fe.Message }
+
+// NormalizePayload checks that raw is a JSON object PostgreSQL's jsonb can
+// hold (no \u0000 in any key or string) and re-encodes it compactly with
+// numbers kept exactly. An absent payload becomes {}.
+func NormalizePayload(raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var value any
+	if err := dec.Decode(&value); err != nil {
+		return nil, FieldError{Field: "payload", Message: "must be valid JSON"}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, FieldError{Field: "payload", Message: "must be a single JSON value"}
+	}
+	if _, ok := value.(map[string]any); !ok {
+		return nil, FieldError{Field: "payload", Message: "must be a JSON object"}
+	}
+	if path, bad := findNUL(value, "payload"); bad {
+		return nil, FieldError{Field: path, Message: "must not contain the NUL character (\\u0000)"}
+	}
+	out, err := json.Marshal(value)
+	if err != nil {
+		return nil, FieldError{Field: "payload", Message: "cannot be stored"}
+	}
+	return out, nil
+}
+
+// findNUL returns the path of the first key or string holding U+0000.
+func findNUL(v any, path string) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return path, strings.ContainsRune(t, 0)
+	case map[string]any:
+		for k, child := range t {
+			if strings.ContainsRune(k, 0) {
+				return path, true
+			}
+			if p, bad := findNUL(child, path+"."+k); bad {
+				return p, true
+			}
+		}
+	case []any:
+		for i, child := range t {
+			if p, bad := findNUL(child, fmt.Sprintf("%s[%d]", path, i)); bad {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// validate checks a result report and caps its output.
+func (in ResultInput) validate() (ResultInput, bool, error) {
+	var v ValidationErrors
+	if in.Outcome != PlanExecuted && in.Outcome != PlanFailed {
+		v.Add("outcome", "must be executed or failed")
+	}
+	if strings.ContainsRune(in.Output, 0) {
+		v.Add("output", "must not contain the NUL character (\\u0000)")
+	}
+	out, truncated := truncateUTF8(in.Output, MaxOutputBytes)
+	in.Output = out
+	return in, truncated, v.Err()
+}
+
+// truncateUTF8 cuts s to at most max bytes without splitting a character.
+func truncateUTF8(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// ValidIdempotencyKey reports whether key is acceptable as an Idempotency-Key:
+// 1 to 255 visible ASCII characters.
+func ValidIdempotencyKey(key string) bool {
+	if key == "" || len(key) > maxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,221 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Plans is the Action Plan use case: creation, reads and the lifecycle rules.
+type Plans struct {
+	Store PlanStore
+	Now   func() time.Time
+}
+
+func (s *Plans) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// Create validates in and stores a pending plan created by the caller. With an
+// idempotency key, a retry returns the first plan and replayed=true.
+func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempotencyKey string) (Plan, bool, error) {
+	if idempotencyKey != "" && !ValidIdempotencyKey(idempotencyKey) {
+		return Plan{}, false, &Error{Code: EVALIDATION, Message: "The Idempotency-Key header is invalid.",
+			Fields: []FieldError{{Field: "Idempotency-Key", Message: "must be 1 to 255 visible ASCII characters"}}}
+	}
+	in, err := in.validate()
+	if err != nil {
+		return Plan{}, false, err
+	}
+	canonical, err := json.Marshal(in)
+	if err != nil {
+		return Plan{}, false, WrapError(EINTERNAL, "encode plan", err)
+	}
+	sum := sha256.Sum256(canonical)
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Plan{}, false, WrapError(EINTERNAL, "generate plan id", err)
+	}
+	now := s.now()
+	plan := Plan{
+		ID:             id.String(),
+		TeamID:         p.TeamID,
+		ClusterID:      in.ClusterID,
+		ConversationID: in.ConversationID,
+		Visibility:     in.Visibility,
+		Tool:           in.Tool,
+		Command:        in.Command,
+		Resources:      in.Resources,
+		Payload:        in.Payload,
+		Status:         PlanPending,
+		CreatedBy:      p.UserID,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	return s.Store.CreatePlan(ctx, NewPlan{Plan: plan, IdempotencyKey: idempotencyKey, Fingerprint: hex.EncodeToString(sum[:])}, now)
+}
+
+// Get returns one plan visible to the caller.
+func (s *Plans) Get(ctx context.Context, p Principal, id string) (Plan, error) {
+	if !validPlanID(id) {
+		return Plan{}, planNotFound()
+	}
+	return s.Store.GetPlan(ctx, p, id)
+}
+
+// PlanQuery is a list request as the client sends it.
+type PlanQuery struct {
+	ClusterID, Status, ConversationID, Kind, Namespace, Name string
+	Limit                                                    int // 0 = default
+	Cursor                                                   string
+}
+
+// PlanPage is one page of plans and the cursor of the next ("" when last).
+type PlanPage struct {
+	Items      []Plan `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// List returns the caller's visible plans matching q, newest first.
+func (s *Plans) List(ctx context.Context, p Principal, q PlanQuery) (PlanPage, error) {
+	var v ValidationErrors
+	f := PlanFilter{
+		ClusterID:      q.ClusterID,
+		Status:         PlanStatus(q.Status),
+		ConversationID: q.ConversationID,
+		Kind:           strings.ToLower(q.Kind),
+		Namespace:      q.Namespace,
+		Name:           q.Name,
+		Limit:          q.Limit,
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		v.Add("status", "must be one of pending, approved, rejected, executed, failed")
+	}
+	for field, val := range map[string]string{"cluster_id": q.ClusterID, "conversation_id": q.ConversationID,
+		"kind": q.Kind, "namespace": q.Namespace, "name": q.Name} {
+		checkText(&v, field, val, false, maxIDLength)
+	}
+	switch {
+	case f.Limit == 0:
+		f.Limit = DefaultPlanPageSize
+	case f.Limit < 1 || f.Limit > MaxPlanPageSize:
+		v.Add("limit", "must be between 1 and %d", MaxPlanPageSize)
+	}
+	if err := v.Err(); err != nil {
+		return PlanPage{}, err
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return PlanPage{}, Errorf(EINVALID, "The cursor is not one this server issued.")
+		}
+		f.After = &c
+	}
+	plans, more, err := s.Store.ListPlans(ctx, p, f)
+	if err != nil {
+		return PlanPage{}, err
+	}
+	page := PlanPage{Items: plans}
+	if page.Items == nil {
+		page.Items = []Plan{}
+	}
+	if more && len(plans) > 0 {
+		last := plans[len(plans)-1]
+		page.NextCursor = encodeCursor(PlanCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+	}
+	return page, nil
+}
+
+// Approve moves a pending plan to approved. A person decides: an agent token
+// is refused even when it also carries member or admin.
+func (s *Plans) Approve(ctx context.Context, p Principal, id string) (Plan, error) {
+	return s.decide(ctx, p, id, PlanApproved)
+}
+
+// Reject moves a pending plan to rejected, under the same rules as Approve.
+func (s *Plans) Reject(ctx context.Context, p Principal, id string) (Plan, error) {
+	return s.decide(ctx, p, id, PlanRejected)
+}
+
+func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatus) (Plan, error) {
+	if p.IsAgent() {
+		return Plan{}, Errorf(EFORBIDDEN, "The agent cannot approve or reject plans; a person decides.")
+	}
+	if !validPlanID(id) {
+		return Plan{}, planNotFound()
+	}
+	now := s.now()
+	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
+		if plan.Status != PlanPending {
+			return Errorf(ECONFLICT, "The plan is %s; only a pending plan can be %s.", plan.Status, to)
+		}
+		plan.Status = to
+		plan.UpdatedAt = now
+		user := p.UserID
+		if to == PlanApproved {
+			plan.ApprovedBy, plan.ApprovedAt = &user, &now
+		} else {
+			plan.RejectedBy, plan.RejectedAt = &user, &now
+		}
+		return nil
+	})
+}
+
+// RecordResult stores the outcome of an approved plan. Repeating an identical
+// report answers with the stored plan (agents retry); a different one after
+// completion is a conflict.
+func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in ResultInput) (Plan, error) {
+	in, truncated, err := in.validate()
+	if err != nil {
+		return Plan{}, err
+	}
+	if !validPlanID(id) {
+		return Plan{}, planNotFound()
+	}
+	now := s.now()
+	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
+		switch {
+		case plan.Status == in.Outcome && plan.Output != nil && *plan.Output == in.Output:
+			return nil // an identical retry
+		case plan.Status != PlanApproved:
+			return Errorf(ECONFLICT, "The plan is %s; a result can be recorded only for an approved plan.", plan.Status)
+		}
+		user, output := p.UserID, in.Output
+		plan.Status = in.Outcome
+		plan.UpdatedAt = now
+		plan.CompletedBy, plan.CompletedAt = &user, &now
+		plan.Output, plan.OutputTruncated = &output, truncated
+		return nil
+	})
+}
+
+func planNotFound() error { return Errorf(ENOTFOUND, "The plan does not exist.") }
+
+func validPlanID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil && len(id) == 36
+}
+
+func encodeCursor(c PlanCursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (PlanCursor, error) {
+	var c PlanCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, err
+	}
+	if !validPlanID(c.ID) || c.CreatedAt.IsZero() {
+		return c, Errorf(EINVALID, "bad cursor")
+	}
+	return c, nil
+}

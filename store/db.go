@@ -1,0 +1,103 @@
+// Package store is the PostgreSQL adapter: it implements the service's store
+// interfaces with pgx, owns every transaction, and translates database
+// errors into service error codes by type and SQLSTATE, never by message.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// DB is the PostgreSQL store.
+type DB struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ service.PlanStore = (*DB)(nil)
+	_ service.TeamStore = (*DB)(nil)
+)
+
+// Open creates a connection pool for url. It does not wait for the database:
+// the server starts (not ready) while the database is down and recovers by
+// itself when it returns.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.MaxConnIdleTime > 5*time.Minute {
+		cfg.MaxConnIdleTime = 5 * time.Minute
+	}
+	cfg.HealthCheckPeriod = 15 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create database pool: %w", err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// Close waits for connections in use to be returned and closes the pool.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping checks that a connection can be made and used.
+func (db *DB) Ping(ctx context.Context) error {
+	return mapError(db.pool.Ping(ctx))
+}
+
+// SQLDB returns a database/sql handle sharing the pool, for tools that need
+// one (migrations). Closing it does not close the pool.
+func (db *DB) SQLDB() *sql.DB { return stdlib.OpenDBFromPool(db.pool) }
+
+// Stat returns the pool's statistics, for metrics.
+func (db *DB) Stat() *pgxpool.Stat { return db.pool.Stat() }
+
+// mapError turns a database error into a service error. SQLSTATE classes
+// decide: data exceptions are the caller's bad values; connection and
+// resource problems (and any error without a server code, which means the
+// connection itself failed) are "unavailable"; the rest is internal.
+func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *service.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return service.WrapError(service.ENOTFOUND, "Not found.", err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		class := pgErr.Code
+		if len(class) > 2 {
+			class = class[:2]
+		}
+		switch {
+		case pgErr.Code == "23505":
+			return service.WrapError(service.ECONFLICT, "The object already exists.", err)
+		case class == "22":
+			return service.WrapError(service.EVALIDATION, "A value cannot be stored.", err)
+		case class == "08", class == "53", class == "57":
+			return service.WrapError(service.EUNAVAILABLE, "The database is unavailable.", err)
+		}
+		return service.WrapError(service.EINTERNAL, "Database error.", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return service.WrapError(service.EUNAVAILABLE, "The database is unavailable.", err)
+}

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// planColumns is the column list every plan query selects, in scanPlan's order.
+const planColumns = `p.id::text, p.team_id, p.cluster_id, p.conversation_id, p.visibility, p.tool, p.command,
+	p.payload, p.status, p.created_by, p.created_at, p.updated_at, p.approved_by, p.approved_at,
+	p.rejected_by, p.rejected_at, p.completed_by, p.completed_at, p.output, p.output_truncated`
+
+// visibleTo is the WHERE clause that scopes plans to the viewer: same team,
+// and shared or created by the viewer. $1 is the team, $2 the user.
+const visibleTo = `p.team_id = $1 AND (p.visibility = 'shared' OR p.created_by = $2)`
+
+func scanPlan(row pgx.CollectableRow) (service.Plan, error) {
+	var p service.Plan
+	var payload []byte
+	err := row.Scan(&p.ID, &p.TeamID, &p.ClusterID, &p.ConversationID, &p.Visibility, &p.Tool, &p.Command,
+		&payload, &p.Status, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.ApprovedBy, &p.ApprovedAt,
+		&p.RejectedBy, &p.RejectedAt, &p.CompletedBy, &p.CompletedAt, &p.Output, &p.OutputTruncated)
+	p.Payload = payload
+	return p, err
+}
+
+// CreatePlan inserts a plan with its resources, or returns the plan an
+// earlier request with the same idempotency key created.
+func (db *DB) CreatePlan(ctx context.Context, np service.NewPlan, now time.Time) (service.Plan, bool, error) {
+	var out service.Plan
+	var replayed bool
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		p := np.Plan
+		if _, err := ensureTeam(ctx, tx, p.TeamID, service.NewExternalID(), now); err != nil {
+			return err
+		}
+		var key *string
+		if np.IdempotencyKey != "" {
+			key = &np.IdempotencyKey
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO plans (team_id, id, cluster_id, conversation_id, visibility, tool,
+			command, payload, status, created_by, created_at, updated_at, idempotency_key, request_hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (team_id, created_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+			p.TeamID, p.ID, p.ClusterID, p.ConversationID, p.Visibility, p.Tool, p.Command, []byte(p.Payload),
+			p.Status, p.CreatedBy, p.CreatedAt, p.UpdatedAt, key, np.Fingerprint)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			replayed = true
+			out, err = replay(ctx, tx, np)
+			return err
+		}
+		if err := insertResources(ctx, tx, p); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	return out, replayed, mapError(err)
+}
+
+// replay loads the plan an idempotency key already created and checks that
+// it came from the same request.
+func replay(ctx context.Context, tx pgx.Tx, np service.NewPlan) (service.Plan, error) {
+	var id, hash string
+	err := tx.QueryRow(ctx, `SELECT id::text, request_hash FROM plans
+		WHERE team_id = $1 AND created_by = $2 AND idempotency_key = $3`,
+		np.Plan.TeamID, np.Plan.CreatedBy, np.IdempotencyKey).Scan(&id, &hash)
+	if err != nil {
+		return service.Plan{}, err
+	}
+	if hash != np.Fingerprint {
+		return service.Plan{}, service.Errorf(service.ECONFLICT,
+			"The Idempotency-Key was already used for a different request.")
+	}
+	viewer := service.Principal{TeamID: np.Plan.TeamID, UserID: np.Plan.CreatedBy}
+	return getPlan(ctx, tx, viewer, id, false)
+}
+
+func insertResources(ctx context.Context, tx pgx.Tx, p service.Plan) error {
+	if len(p.Resources) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(p.Resources))
+	for i, r := range p.Resources {
+		rows[i] = []any{p.TeamID, p.ID, int16(i), p.ClusterID, r.Group, r.Kind, strings.ToLower(r.Kind), r.Namespace, r.Name}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"plan_resources"},
+		[]string{"team_id", "plan_id", "position", "cluster_id", "api_group", "kind", "kind_lower", "namespace", "name"},
+		pgx.CopyFromRows(rows))
+	return err
+}
+
+// GetPlan returns one plan visible to viewer.
+func (db *DB) GetPlan(ctx context.Context, viewer service.Principal, id string) (service.Plan, error) {
+	var p service.Plan
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		p, err = getPlan(ctx, tx, viewer, id, false)
+		return err
+	})
+	return p, mapError(err)
+}
+
+func getPlan(ctx context.Context, tx pgx.Tx, viewer service.Principal, id string, forUpdate bool) (service.Plan, error) {
+	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo + ` AND p.id = $3`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	rows, _ := tx.Query(ctx, q, viewer.TeamID, viewer.UserID, id)
+	p, err := pgx.CollectExactlyOneRow(rows, scanPlan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, service.Errorf(service.ENOTFOUND, "The plan does not exist.")
+	}
+	if err != nil {
+		return p, err
+	}
+	plans := []service.Plan{p}
+	if err := loadResources(ctx, tx, viewer.TeamID, plans); err != nil {
+		return p, err
+	}
+	return plans[0], nil
+}
+
+// loadResources fills in the resources of plans with one query.
+func loadResources(ctx context.Context, q pgx.Tx, teamID string, plans []service.Plan) error {
+	if len(plans) == 0 {
+		return nil
+	}
+	ids := make([]string, len(plans))
+	index := make(map[string]int, len(plans))
+	for i := range plans {
+		ids[i] = plans[i].ID
+		index[plans[i].ID] = i
+		plans[i].Resources = []service.ResourceRef{}
+	}
+	rows, _ := q.Query(ctx, `SELECT plan_id::text, api_group, kind, namespace, name FROM plan_resources
+		WHERE team_id = $1 AND plan_id = ANY($2::uuid[]) ORDER BY plan_id, position`, teamID, ids)
+	var planID string
+	var r service.ResourceRef
+	_, err := pgx.ForEachRow(rows, []any{&planID, &r.Group, &r.Kind, &r.Namespace, &r.Name}, func() error {
+		i := index[planID]
+		plans[i].Resources = append(plans[i].Resources, r)
+		return nil
+	})
+	return err
+}
+
+// ListPlans returns a page of plans visible to viewer, newest first.
+func (db *DB) ListPlans(ctx context.Context, viewer service.Principal, f service.PlanFilter) ([]service.Plan, bool, error) {
+	args := []any{viewer.TeamID, viewer.UserID}
+	where := []string{visibleTo}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.ClusterID != "" {
+		add("p.cluster_id = $%d", f.ClusterID)
+	}
+	if f.Status != "" {
+		add("p.status = $%d", string(f.Status))
+	}
+	if f.ConversationID != "" {
+		add("p.conversation_id = $%d", f.ConversationID)
+	}
+	if f.Kind != "" || f.Namespace != "" || f.Name != "" {
+		sub := []string{"r.plan_id = p.id", "r.team_id = p.team_id"}
+		for _, c := range []struct{ col, v string }{{"kind_lower", f.Kind}, {"namespace", f.Namespace}, {"name", f.Name}} {
+			if c.v != "" {
+				args = append(args, c.v)
+				sub = append(sub, fmt.Sprintf("r.%s = $%d", c.col, len(args)))
+			}
+		}
+		where = append(where, "EXISTS (SELECT 1 FROM plan_resources r WHERE "+strings.Join(sub, " AND ")+")")
+	}
+	if f.After != nil {
+		args = append(args, f.After.CreatedAt, f.After.ID)
+		where = append(where, fmt.Sprintf("(p.created_at, p.id) < ($%d, $%d::uuid)", len(args)-1, len(args)))
+	}
+	args = append(args, f.Limit+1)
+	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY p.created_at DESC, p.id DESC LIMIT $%d`, len(args))
+
+	var plans []service.Plan
+	var more bool
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, q, args...)
+		var err error
+		if plans, err = pgx.CollectRows(rows, scanPlan); err != nil {
+			return err
+		}
+		if more = len(plans) > f.Limit; more {
+			plans = plans[:f.Limit]
+		}
+		return loadResources(ctx, tx, viewer.TeamID, plans)
+	})
+	if err != nil {
+		return nil, false, mapError(err)
+	}
+	return plans, more, nil
+}
+
+// UpdatePlan locks a visible plan, applies update and writes the lifecycle
+// columns back in the same transaction.
+func (db *DB) UpdatePlan(ctx context.Context, viewer service.Principal, id string, update func(*service.Plan) error) (service.Plan, error) {
+	var p service.Plan
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		if p, err = getPlan(ctx, tx, viewer, id, true); err != nil {
+			return err
+		}
+		if err := update(&p); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE plans SET status = $3, updated_at = $4, approved_by = $5, approved_at = $6,
+			rejected_by = $7, rejected_at = $8, completed_by = $9, completed_at = $10, output = $11,
+			output_truncated = $12 WHERE team_id = $1 AND id = $2`,
+			p.TeamID, p.ID, p.Status, p.UpdatedAt, p.ApprovedBy, p.ApprovedAt, p.RejectedBy, p.RejectedAt,
+			p.CompletedBy, p.CompletedAt, p.Output, p.OutputTruncated)
+		return err
+	})
+	return p, mapError(err)
+}
