@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kukie/gitops-server/auth"
+)
+
+// config is the server's whole configuration, read from KUKIE_* variables.
+type config struct {
+	HTTPAddr        string
+	AdminAddr       string
+	DatabaseURL     string
+	JWKSURL         string
+	HS256Secret     string
+	Issuer          string
+	Audience        string
+	MigrateOnStart  bool
+	LogLevel        slog.Level
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// configError names the variable that is wrong; its text is the one line
+// the process prints before exiting.
+type configError struct {
+	name, problem string
+}
+
+func (e *configError) Error() string { return "invalid configuration: " + e.name + " " + e.problem }
+
+// loadConfig reads the configuration. Auth settings are read (and required)
+// only when withAuth is set: `migrate` needs just the database.
+func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
+	c := config{
+		HTTPAddr:        envOr(getenv, "KUKIE_HTTP_ADDR", ":8080"),
+		AdminAddr:       envOr(getenv, "KUKIE_ADMIN_ADDR", ":9090"),
+		DatabaseURL:     strings.TrimSpace(getenv("KUKIE_DATABASE_URL")),
+		JWKSURL:         strings.TrimSpace(getenv("KUKIE_AUTH_JWKS_URL")),
+		HS256Secret:     getenv("KUKIE_AUTH_HS256_SECRET"),
+		Issuer:          strings.TrimSpace(getenv("KUKIE_AUTH_ISSUER")),
+		Audience:        strings.TrimSpace(getenv("KUKIE_AUTH_AUDIENCE")),
+		ShutdownDelay:   5 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+	}
+	if c.DatabaseURL == "" {
+		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return c, &configError{"KUKIE_DATABASE_URL", "must be a postgres:// URL"}
+	}
+	var err error
+	if c.MigrateOnStart, err = envBool(getenv, "KUKIE_MIGRATE_ON_START"); err != nil {
+		return c, err
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_LOG_LEVEL")); s != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
+			return c, &configError{"KUKIE_LOG_LEVEL", "must be debug, info, warn or error"}
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout}} {
+		if s := strings.TrimSpace(getenv(d.name)); s != "" {
+			v, err := time.ParseDuration(s)
+			if err != nil || v < 0 {
+				return c, &configError{d.name, "must be a non-negative duration such as 5s"}
+			}
+			*d.dst = v
+		}
+	}
+	if !withAuth {
+		return c, nil
+	}
+	for _, a := range []struct{ name, addr string }{{"KUKIE_HTTP_ADDR", c.HTTPAddr}, {"KUKIE_ADMIN_ADDR", c.AdminAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return c, &configError{a.name, "must be host:port or :port"}
+		}
+	}
+	if c.HTTPAddr == c.AdminAddr {
+		return c, &configError{"KUKIE_ADMIN_ADDR", "must differ from KUKIE_HTTP_ADDR (admin endpoints stay off the public listener)"}
+	}
+	switch {
+	case c.JWKSURL != "" && c.HS256Secret != "":
+		return c, &configError{"KUKIE_AUTH_JWKS_URL", "and KUKIE_AUTH_HS256_SECRET are both set; set exactly one"}
+	case c.JWKSURL == "" && c.HS256Secret == "":
+		return c, &configError{"KUKIE_AUTH_JWKS_URL", "or KUKIE_AUTH_HS256_SECRET is required"}
+	case c.HS256Secret != "" && len(c.HS256Secret) < auth.MinHS256SecretBytes:
+		return c, &configError{"KUKIE_AUTH_HS256_SECRET", fmt.Sprintf("must be at least %d bytes", auth.MinHS256SecretBytes)}
+	case c.JWKSURL != "":
+		u, err := url.Parse(c.JWKSURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c, &configError{"KUKIE_AUTH_JWKS_URL", "must be an http(s) URL"}
+		}
+		if c.Issuer == "" {
+			return c, &configError{"KUKIE_AUTH_ISSUER", "is required with KUKIE_AUTH_JWKS_URL"}
+		}
+		if c.Audience == "" {
+			return c, &configError{"KUKIE_AUTH_AUDIENCE", "is required with KUKIE_AUTH_JWKS_URL"}
+		}
+	}
+	return c, nil
+}
+
+func envOr(getenv func(string) string, name, def string) string {
+	if v := strings.TrimSpace(getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func envBool(getenv func(string) string, name string) (bool, error) {
+	s := strings.TrimSpace(getenv(name))
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, &configError{name, "must be true or false"}
+	}
+	return v, nil
+}
+
+// LogValue logs the configuration with secrets masked.
+func (c config) LogValue() slog.Value {
+	mask := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "[set]"
+	}
+	dbURL := c.DatabaseURL
+	if u, err := url.Parse(c.DatabaseURL); err == nil {
+		dbURL = u.Redacted()
+	}
+	return slog.GroupValue(
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("admin_addr", c.AdminAddr),
+		slog.String("database_url", dbURL),
+		slog.String("auth_jwks_url", c.JWKSURL),
+		slog.String("auth_hs256_secret", mask(c.HS256Secret)),
+		slog.String("auth_issuer", c.Issuer),
+		slog.String("auth_audience", c.Audience),
+		slog.Bool("migrate_on_start", c.MigrateOnStart),
+		slog.String("log_level", c.LogLevel.String()),
+		slog.Duration("shutdown_delay", c.ShutdownDelay),
+		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+	)
+}
+
+var errUsage = errors.New("usage: kukie-server [serve | migrate up|status | version]")

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kukie/gitops-server/api"
+	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/migrations"
+	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// run is the whole program; main only wires signals and the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	switch cmd {
+	case "serve":
+		if len(args) > 2 {
+			return errUsage
+		}
+		return serve(ctx, getenv, stdout)
+	case "migrate":
+		if len(args) != 3 || (args[2] != "up" && args[2] != "status") {
+			return errUsage
+		}
+		return migrate(ctx, getenv, args[2], stdout)
+	case "version":
+		fmt.Fprintln(stdout, "kukie-server", version)
+		return nil
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, errUsage)
+		return nil
+	}
+	return errUsage
+}
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("service", "kukie-server")
+}
+
+func migrate(ctx context.Context, getenv func(string) string, action string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sqlDB := db.SQLDB()
+	defer sqlDB.Close()
+	if action == "status" {
+		return migrations.WriteStatus(ctx, sqlDB, stdout)
+	}
+	if err := migrations.Up(ctx, sqlDB); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stdout, cfg.LogLevel)
+	log.Info("starting", "version", version, "config", cfg)
+
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close() // last: after both servers have drained
+
+	if cfg.MigrateOnStart {
+		sqlDB := db.SQLDB()
+		err := migrations.Up(ctx, sqlDB)
+		sqlDB.Close()
+		if err != nil {
+			return err
+		}
+		log.Info("migrations applied")
+	}
+
+	// The JWKS cache's background refresh lives as long as the server.
+	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAuth()
+	var verifier service.TokenVerifier
+	if cfg.JWKSURL != "" {
+		verifier, err = auth.NewJWKS(authCtx, cfg.JWKSURL, cfg.Issuer, cfg.Audience, time.Now)
+	} else {
+		verifier, err = auth.NewHS256([]byte(cfg.HS256Secret), cfg.Issuer, cfg.Audience, time.Now)
+	}
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPoolMetrics(reg, db)
+
+	publicHandler := api.NewServer(api.Deps{
+		Logger:   log,
+		Verifier: verifier,
+		Plans:    &service.Plans{Store: db, Now: time.Now},
+		Teams:    &service.Teams{Store: db, Now: time.Now},
+		Metrics:  api.NewMetrics(reg),
+	})
+	var draining atomic.Bool
+	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return db.Ping(ctx)
+	}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+
+	publicLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on KUKIE_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		publicLn.Close()
+		return fmt.Errorf("listen on KUKIE_ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
+	}
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	public := newHTTPServer(publicHandler, errLog)
+	admin := newHTTPServer(adminHandler, errLog)
+
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- public.Serve(publicLn) }()
+	go func() { serveErr <- admin.Serve(adminLn) }()
+	log.Info("listening", "http_addr", publicLn.Addr().String(), "admin_addr", adminLn.Addr().String())
+
+	select {
+	case err := <-serveErr:
+		// A listener failed: stop the other one and report.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		_ = public.Shutdown(shutdownCtx)
+		_ = admin.Shutdown(shutdownCtx)
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	// Fail readiness first, give load balancers time to notice, then drain
+	// in-flight requests with a fresh timeout (ctx is already cancelled).
+	draining.Store(true)
+	log.Info("shutting down: readiness failing, draining", "delay", cfg.ShutdownDelay)
+	time.Sleep(cfg.ShutdownDelay)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = public.Shutdown(shutdownCtx)
+	if aerr := admin.Shutdown(shutdownCtx); err == nil {
+		err = aerr
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newHTTPServer sets every timeout. WriteTimeout sits well above the
+// longest request budget (30 s; later cluster checks take up to 10 s).
+func newHTTPServer(h http.Handler, errLog *stdlog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          errLog,
+	}
+}
+
+// registerPoolMetrics exports the database pool's state.
+func registerPoolMetrics(reg prometheus.Registerer, db *store.DB) {
+	gauge := func(name, help string, value func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value))
+	}
+	gauge("kukie_db_pool_acquired_connections", "Database connections in use.",
+		func() float64 { return float64(db.Stat().AcquiredConns()) })
+	gauge("kukie_db_pool_idle_connections", "Idle database connections.",
+		func() float64 { return float64(db.Stat().IdleConns()) })
+	gauge("kukie_db_pool_total_connections", "Open database connections.",
+		func() float64 { return float64(db.Stat().TotalConns()) })
+}

@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/service"
+)
+
+// clock returns a deterministic now that advances one second per call.
+func clock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+func input(cluster string, resources ...service.ResourceRef) service.PlanInput {
+	return service.PlanInput{ClusterID: cluster, ConversationID: "conv-1", Visibility: service.VisibilityShared,
+		Tool: "apply_manifest", Command: "kubectl apply -f -", Resources: resources,
+		Payload: json.RawMessage(`{"argocd": {"level": "self_heal"}, "n": 12345678901234567890}`)}
+}
+
+func TestPlanRoundTrip(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	plans := &service.Plans{Store: db, Now: clock()}
+	ctx := context.Background()
+	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
+
+	created, replayed, err := plans.Create(ctx, agent, input("c1",
+		service.ResourceRef{Group: "apps", Kind: "Deployment", Namespace: "web", Name: "api"},
+		service.ResourceRef{Kind: "Namespace", Name: "web"}), "")
+	if err != nil || replayed {
+		t.Fatalf("create: %v (replayed=%v)", err, replayed)
+	}
+	got, err := plans.Get(ctx, agent, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotPayload, wantPayload any
+	_ = json.Unmarshal(got.Payload, &gotPayload)
+	_ = json.Unmarshal(created.Payload, &wantPayload)
+	if diff := cmp.Diff(wantPayload, gotPayload); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
+	}
+	got.Payload, created.Payload = nil, nil
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Errorf("stored plan differs (-created +got):\n%s", diff)
+	}
+}
+
+func TestListPagination(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	plans := &service.Plans{Store: db, Now: clock()}
+	ctx := context.Background()
+	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
+	var ids []string
+	for i := range 7 {
+		p, _, err := plans.Create(ctx, agent, input(fmt.Sprintf("c%d", i%2),
+			service.ResourceRef{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: fmt.Sprintf("d%d", i)}), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{p.ID}, ids...) // newest first
+	}
+	var seen []string
+	cursor := ""
+	for range 10 {
+		page, err := plans.List(ctx, agent, service.PlanQuery{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Items {
+			seen = append(seen, p.ID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if diff := cmp.Diff(ids, seen); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+
+	page, err := plans.List(ctx, agent, service.PlanQuery{ClusterID: "c0", Kind: "DEPLOYMENT", Name: "d4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || page.Items[0].Resources[0].Name != "d4" {
+		t.Errorf("filter by cluster, kind (any case) and name: got %d plans", len(page.Items))
+	}
+}
+
+func TestConcurrentIdempotentCreate(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	plans := &service.Plans{Store: db, Now: time.Now}
+	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
+	const n = 8
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p, _, err := plans.Create(context.Background(), agent, input("c1"), "key-1")
+			ids[i], errs[i] = p.ID, err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("create %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("concurrent creates with one key made two plans: %s and %s", ids[0], ids[i])
+		}
+	}
+}
