@@ -1,0 +1,212 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/openapi"
+	"github.com/kukie/gitops-server/service"
+)
+
+const (
+	testIssuer   = "https://id.kukie.test"
+	testAudience = "kukie-api"
+)
+
+var testSecret = []byte("api-test-secret-api-test-secret-0123456789")
+
+// spec is the parsed OpenAPI document and a router over it, loaded once per
+// test binary (read-only after that).
+var spec = sync.OnceValues(func() (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData([]byte(openapi.Document()))
+	if err != nil {
+		return nil, err
+	}
+	return doc, doc.Validate(context.Background())
+})
+
+func mustSpec(t *testing.T) (*openapi3.T, routers.Router) {
+	t.Helper()
+	doc, err := spec()
+	if err != nil {
+		t.Fatalf("openapi/openapi.yaml is invalid: %v", err)
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("openapi router: %v", err)
+	}
+	return doc, router
+}
+
+// testAPI is the public API over a real database, reached over HTTP. Every
+// response it sees is validated against the OpenAPI document.
+type testAPI struct {
+	t      *testing.T
+	srv    *httptest.Server
+	router routers.Router
+	doc    *openapi3.T
+}
+
+func newTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	db, _ := pgtest.MustOpenDB(t)
+	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := NewServer(Deps{
+		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Verifier: verifier,
+		Plans:    &service.Plans{Store: db, Now: time.Now},
+		Teams:    &service.Teams{Store: db, Now: time.Now},
+		Metrics:  NewMetrics(prometheus.NewRegistry()),
+	})
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	doc, router := mustSpec(t)
+	return &testAPI{t: t, srv: srv, router: router, doc: doc}
+}
+
+// token returns a valid token for user in team with roles.
+func token(t *testing.T, user, team string, roles ...string) string {
+	t.Helper()
+	if roles == nil {
+		roles = []string{}
+	}
+	return authtest.MustHS256(t, testSecret, authtest.Claims{Sub: user, Team: team, Roles: roles,
+		Issuer: testIssuer, Audience: testAudience})
+}
+
+// response is what a request got back.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// problem decodes a problem response and checks its status and code.
+func (r response) wantProblem(t *testing.T, status int, code string) problem {
+	t.Helper()
+	var p problem
+	if r.status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json", ct)
+	}
+	r.decode(t, &p)
+	if p.Code != code {
+		t.Fatalf("code = %q, want %q; body %s", p.Code, code, r.body)
+	}
+	return p
+}
+
+type header map[string]string
+
+// do sends a request; body may be a string (sent as is) or a value (sent as
+// JSON). Content-Type defaults to application/json when there is a body.
+func (a *testAPI) do(method, path, tok string, body any, h header) response {
+	a.t.Helper()
+	var reader io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		reader = strings.NewReader(b)
+	case []byte:
+		reader = bytes.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		reader = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, a.srv.URL+path, reader)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for k, v := range h {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := a.srv.Client().Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	r := response{status: res.StatusCode, header: res.Header, body: got}
+	if err := a.validate(req, r); err != nil {
+		a.t.Errorf("%s %s: response %d does not match the OpenAPI document: %v\nbody: %.500s",
+			req.Method, req.URL.Path, r.status, err, r.body)
+	}
+	return r
+}
+
+// validate checks a response against the OpenAPI document: the route's
+// documented status codes, content types and schemas. Responses from
+// routes that do not exist must still be problem documents.
+func (a *testAPI) validate(req *http.Request, r response) error {
+	route, params, err := a.router.FindRoute(req)
+	if err != nil {
+		if r.status != http.StatusNotFound && r.status != http.StatusMethodNotAllowed {
+			return fmt.Errorf("no documented route, but status %d", r.status)
+		}
+		var v any
+		if err := json.Unmarshal(r.body, &v); err != nil {
+			return fmt.Errorf("body is not JSON: %w", err)
+		}
+		return a.doc.Components.Schemas["Problem"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020())
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 r.status,
+		Header:                 r.header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	// Non-JSON documents (the YAML spec, the docs page) are checked by status only.
+	in.Options.ExcludeResponseBody = !strings.Contains(r.header.Get("Content-Type"), "json")
+	in.SetBodyBytes(r.body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
