@@ -1,0 +1,83 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigErrors(t *testing.T) {
+	base := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	cases := []struct {
+		name     string
+		set      map[string]string
+		variable string
+	}{
+		{"NoDatabase", map[string]string{"KUKIE_DATABASE_URL": ""}, "KUKIE_DATABASE_URL"},
+		{"DatabaseNotURL", map[string]string{"KUKIE_DATABASE_URL": "mysql://x"}, "KUKIE_DATABASE_URL"},
+		{"NoAuth", map[string]string{"KUKIE_AUTH_HS256_SECRET": ""}, "KUKIE_AUTH_JWKS_URL"},
+		{"BothAuth", map[string]string{"KUKIE_AUTH_JWKS_URL": "https://id.example/jwks"}, "KUKIE_AUTH_HS256_SECRET"},
+		{"ShortSecret", map[string]string{"KUKIE_AUTH_HS256_SECRET": "short"}, "KUKIE_AUTH_HS256_SECRET"},
+		{"JWKSWithoutIssuer", map[string]string{"KUKIE_AUTH_HS256_SECRET": "", "KUKIE_AUTH_JWKS_URL": "https://id.example/jwks", "KUKIE_AUTH_AUDIENCE": "a"}, "KUKIE_AUTH_ISSUER"},
+		{"JWKSWithoutAudience", map[string]string{"KUKIE_AUTH_HS256_SECRET": "", "KUKIE_AUTH_JWKS_URL": "https://id.example/jwks", "KUKIE_AUTH_ISSUER": "i"}, "KUKIE_AUTH_AUDIENCE"},
+		{"JWKSNotURL", map[string]string{"KUKIE_AUTH_HS256_SECRET": "", "KUKIE_AUTH_JWKS_URL": "id.example"}, "KUKIE_AUTH_JWKS_URL"},
+		{"BadMigrateFlag", map[string]string{"KUKIE_MIGRATE_ON_START": "yes please"}, "KUKIE_MIGRATE_ON_START"},
+		{"BadLogLevel", map[string]string{"KUKIE_LOG_LEVEL": "loud"}, "KUKIE_LOG_LEVEL"},
+		{"BadAddr", map[string]string{"KUKIE_HTTP_ADDR": "8080"}, "KUKIE_HTTP_ADDR"},
+		{"SameAddrs", map[string]string{"KUKIE_HTTP_ADDR": ":7000", "KUKIE_ADMIN_ADDR": ":7000"}, "KUKIE_ADMIN_ADDR"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range c.set {
+				env[k] = v
+			}
+			var stdout, stderr strings.Builder
+			err := run(t.Context(), []string{"kukie-server", "serve"}, func(k string) string { return env[k] }, &stdout, &stderr)
+			if err == nil {
+				t.Fatal("started with invalid configuration")
+			}
+			if msg := err.Error(); !strings.Contains(msg, c.variable) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q should be one line naming %s", msg, c.variable)
+			}
+			if strings.Contains(err.Error(), strings.Repeat("s", 32)) {
+				t.Error("the error leaks the secret")
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsAndMasking(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://kukie:hunter2@db:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 40),
+	}
+	cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != ":8080" || cfg.AdminAddr != ":9090" || cfg.MigrateOnStart {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	logged := cfg.LogValue().String()
+	if strings.Contains(logged, "hunter2") || strings.Contains(logged, strings.Repeat("s", 40)) {
+		t.Errorf("logged configuration leaks a secret: %s", logged)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var out strings.Builder
+	if err := run(t.Context(), []string{"kukie-server", "version"}, func(string) string { return "" }, &out, &out); err != nil || !strings.Contains(out.String(), "kukie-server") {
+		t.Errorf("version: %v %q", err, out.String())
+	}
+	for _, args := range [][]string{{"x", "bogus"}, {"x", "migrate"}, {"x", "migrate", "down"}} {
+		if err := run(t.Context(), args, func(string) string { return "" }, &out, &out); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/tcpproxy"
+)
+
+const e2eSecret = "e2e-secret-e2e-secret-e2e-secret-e2e"
+
+// syncBuffer collects the server's log lines safely across goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// server is a kukie-server started through run, as main starts it.
+type server struct {
+	public, admin string // base URLs
+	publicAddr    string
+	stop          context.CancelFunc
+	done          chan error
+	logs          *syncBuffer
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
+	t.Helper()
+	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
+	env := map[string]string{
+		"KUKIE_HTTP_ADDR":         publicAddr,
+		"KUKIE_ADMIN_ADDR":        adminAddr,
+		"KUKIE_DATABASE_URL":      dbURL,
+		"KUKIE_AUTH_HS256_SECRET": e2eSecret,
+		"KUKIE_MIGRATE_ON_START":  "true",
+		"KUKIE_SHUTDOWN_DELAY":    "200ms",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{public: "http://" + publicAddr, admin: "http://" + adminAddr, publicAddr: publicAddr,
+		stop: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
+	go func() {
+		s.done <- run(ctx, []string{"kukie-server", "serve"}, func(k string) string { return env[k] }, s.logs, s.logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get(s.admin + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return s
+			}
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("server exited: %v\nlogs:\n%s", err, s.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not up after 20 s; logs:\n%s", s.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func e2eToken(t *testing.T, roles ...string) string {
+	return authtest.MustHS256(t, []byte(e2eSecret), authtest.Claims{Sub: "alice", Team: "team-e2e", Roles: roles})
+}
+
+func call(t *testing.T, method, u, tok, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{Timeout: 15 * time.Second}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+const planJSON = `{"cluster_id":"c1","conversation_id":"v1","visibility":"shared","tool":"apply_manifest",
+	"command":"kubectl apply -f app.yaml","resources":[{"kind":"ConfigMap","namespace":"web","name":"cfg"}],"payload":{}}`
+
+func TestServeEndToEnd(t *testing.T) {
+	dbURL := pgtest.MustCreateDatabase(t)
+	env := func(k string) string {
+		return map[string]string{"KUKIE_DATABASE_URL": dbURL}[k]
+	}
+	var out strings.Builder
+	if err := run(t.Context(), []string{"kukie-server", "migrate", "up"}, env, &out, &out); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"kukie-server", "migrate", "status"}, env, &out, &out); err != nil ||
+		!strings.Contains(out.String(), "applied") || strings.Contains(out.String(), "pending") {
+		t.Fatalf("migrate status: %v\n%s", err, out.String())
+	}
+
+	s := startServer(t, dbURL, nil)
+	agent := e2eToken(t, "agent")
+	status, body := call(t, "POST", s.public+"/v1/plans", agent, planJSON)
+	if status != 201 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	for _, c := range []struct {
+		url, want string
+		status    int
+	}{
+		{s.admin + "/healthz", "ok", 200},
+		{s.admin + "/readyz", "ok", 200},
+		{s.admin + "/metrics", `kukie_http_requests_total{code="201",method="POST",route="/v1/plans"} 1`, 200},
+		{s.admin + "/metrics", "kukie_db_pool_total_connections", 200},
+		{s.public + "/openapi.yaml", "openapi: 3.1", 200},
+		{s.public + "/docs", "swagger", 200},
+		{s.public + "/healthz", "not_found", 404},
+		{s.public + "/metrics", "not_found", 404},
+	} {
+		status, body := call(t, "GET", c.url, "", "")
+		if status != c.status || !strings.Contains(strings.ToLower(body), strings.ToLower(c.want)) {
+			t.Errorf("GET %s: %d, want %d containing %q; got %.200s", c.url, status, c.status, c.want, body)
+		}
+	}
+	logs := s.logs.String()
+	if strings.Contains(logs, agent) || strings.Contains(logs, e2eSecret) || strings.Contains(logs, "kubectl apply") {
+		t.Error("the logs hold a token, the secret or a request body")
+	}
+	if !strings.Contains(logs, `"request_id"`) || !strings.Contains(logs, `"route":"/v1/plans"`) {
+		t.Errorf("access log lines missing: %.500s", logs)
+	}
+}
+
+func TestDatabaseOutageAndRecovery(t *testing.T) {
+	dbURL := pgtest.MustCreateDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := tcpproxy.MustStart(t, u.Host)
+	u.Host = proxy.Addr()
+	s := startServer(t, u.String(), nil)
+	tok := e2eToken(t, "agent")
+	if status, body := call(t, "POST", s.public+"/v1/plans", tok, planJSON); status != 201 {
+		t.Fatalf("create before the outage: %d %s", status, body)
+	}
+
+	proxy.SetDown(true)
+	status, body := call(t, "GET", s.public+"/v1/plans", tok, "")
+	if status != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+		t.Errorf("list during the outage: %d %s", status, body)
+	}
+	status, body = call(t, "POST", s.public+"/v1/plans", tok, planJSON)
+	if status != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+		t.Errorf("create during the outage: %d %s", status, body)
+	}
+	if status, body := call(t, "GET", s.admin+"/readyz", "", ""); status != 503 {
+		t.Errorf("/readyz during the outage: %d %s", status, body)
+	}
+	if status, _ := call(t, "GET", s.admin+"/healthz", "", ""); status != 200 {
+		t.Errorf("/healthz during the outage: %d (liveness must not depend on the database)", status)
+	}
+
+	proxy.SetDown(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ready, _ := call(t, "GET", s.admin+"/readyz", "", "")
+		listed, body := call(t, "GET", s.public+"/v1/plans", tok, "")
+		if ready == 200 && listed == 200 {
+			var page struct{ Items []json.RawMessage }
+			if err := json.Unmarshal([]byte(body), &page); err != nil || len(page.Items) != 1 {
+				t.Errorf("after recovery: %s", body)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 20 s after the database returned: readyz %d, list %d %s", ready, listed, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestGracefulShutdownDrainsInFlightRequest(t *testing.T) {
+	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{"KUKIE_SHUTDOWN_DELAY": "300ms"})
+	// Start a request and send only half of its body: it is in flight.
+	conn, err := net.Dial("tcp", s.publicAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := []byte(planJSON)
+	half := len(body) / 2
+	fmt.Fprintf(conn, "POST /v1/plans HTTP/1.1\r\nHost: kukie\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", e2eToken(t, "agent"), len(body))
+	if _, err := conn.Write(body[:half]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // let the server start reading it
+
+	s.stop() // SIGTERM
+	// Readiness fails first.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, _ := call(t, "GET", s.admin+"/readyz", "", "")
+		if status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz kept answering 200 after the shutdown signal")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // past the drain delay: Shutdown is now waiting on us
+	select {
+	case err := <-s.done:
+		t.Fatalf("run returned (%v) while a request was in flight", err)
+	default:
+	}
+	if _, err := conn.Write(body[half:]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("in-flight request got no response: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Errorf("in-flight request: %d, want 201", res.StatusCode)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+		s.done <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after draining")
+	}
+	if _, err := net.DialTimeout("tcp", s.publicAddr, time.Second); err == nil {
+		t.Error("the public listener still accepts connections after shutdown")
+	}
+}
