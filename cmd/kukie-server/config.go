@@ -151,8 +151,8 @@ func (c config) LogValue() slog.Value {
 		slog.String("auth_audience", c.Audience),
 		slog.Bool("migrate_on_start", c.MigrateOnStart),
 		slog.String("log_level", c.LogLevel.String()),
-		slog.Duration("shutdown_delay", c.ShutdownDelay),
-		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+		slog.String("shutdown_delay", c.ShutdownDelay.String()),
+		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
 	)
 }
 

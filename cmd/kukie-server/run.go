@@ -167,7 +167,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// Fail readiness first, give load balancers time to notice, then drain
 	// in-flight requests with a fresh timeout (ctx is already cancelled).
 	draining.Store(true)
-	log.Info("shutting down: readiness failing, draining", "delay", cfg.ShutdownDelay)
+	log.Info("shutting down: readiness failing, draining", "delay", cfg.ShutdownDelay.String())
 	time.Sleep(cfg.ShutdownDelay)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
