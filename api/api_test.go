@@ -210,3 +210,55 @@ func (a *testAPI) validate(req *http.Request, r response) error {
 }
 
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
+
+// benchAPI is the API for benchmarks: same wiring as testAPI, without the
+// per-response OpenAPI validation (which would dominate the numbers).
+type benchAPI struct {
+	srv *httptest.Server
+}
+
+func newBenchAPI(b *testing.B) *benchAPI {
+	b.Helper()
+	db, _ := pgtest.MustOpenDB(b)
+	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(NewServer(Deps{
+		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Verifier: verifier,
+		Plans:    &service.Plans{Store: db, Now: time.Now},
+		Teams:    &service.Teams{Store: db, Now: time.Now},
+		Metrics:  NewMetrics(prometheus.NewRegistry()),
+	}))
+	b.Cleanup(srv.Close)
+	return &benchAPI{srv: srv}
+}
+
+func benchToken(b *testing.B, roles ...string) string {
+	return authtest.MustHS256(b, testSecret, authtest.Claims{Sub: "alice", Team: "team-a", Roles: roles,
+		Issuer: testIssuer, Audience: testAudience})
+}
+
+func (a *benchAPI) send(b *testing.B, req *http.Request, tok string) int {
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := a.srv.Client().Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func (a *benchAPI) get(b *testing.B, path, tok string) int {
+	req, _ := http.NewRequest("GET", a.srv.URL+path, nil)
+	return a.send(b, req, tok)
+}
+
+func (a *benchAPI) post(b *testing.B, path, tok string, body any) int {
+	buf, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", a.srv.URL+path, bytes.NewReader(buf))
+	req.Header.Set("Content-Type", "application/json")
+	return a.send(b, req, tok)
+}

@@ -58,6 +58,8 @@ CREATE TABLE plan_resources (
 );
 
 CREATE INDEX plan_resources_lookup ON plan_resources (team_id, cluster_id, kind_lower, namespace, name);
+-- Plan lists filtered by resource without a cluster.
+CREATE INDEX plan_resources_by_name ON plan_resources (team_id, name, kind_lower);
 
 -- +goose Down
 DROP TABLE plan_resources;

@@ -100,18 +100,19 @@ func insertResources(ctx context.Context, tx pgx.Tx, p service.Plan) error {
 	return err
 }
 
-// GetPlan returns one plan visible to viewer.
+// querier is what reads need: a pool, a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// GetPlan returns one plan visible to viewer. Reads run outside a
+// transaction: a plan's resources never change after it is created.
 func (db *DB) GetPlan(ctx context.Context, viewer service.Principal, id string) (service.Plan, error) {
-	var p service.Plan
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		var err error
-		p, err = getPlan(ctx, tx, viewer, id, false)
-		return err
-	})
+	p, err := getPlan(ctx, db.pool, viewer, id, false)
 	return p, mapError(err)
 }
 
-func getPlan(ctx context.Context, tx pgx.Tx, viewer service.Principal, id string, forUpdate bool) (service.Plan, error) {
+func getPlan(ctx context.Context, tx querier, viewer service.Principal, id string, forUpdate bool) (service.Plan, error) {
 	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo + ` AND p.id = $3`
 	if forUpdate {
 		q += ` FOR UPDATE`
@@ -132,7 +133,7 @@ func getPlan(ctx context.Context, tx pgx.Tx, viewer service.Principal, id string
 }
 
 // loadResources fills in the resources of plans with one query.
-func loadResources(ctx context.Context, q pgx.Tx, teamID string, plans []service.Plan) error {
+func loadResources(ctx context.Context, q querier, teamID string, plans []service.Plan) error {
 	if len(plans) == 0 {
 		return nil
 	}
@@ -190,20 +191,16 @@ func (db *DB) ListPlans(ctx context.Context, viewer service.Principal, f service
 	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + strings.Join(where, " AND ") +
 		fmt.Sprintf(` ORDER BY p.created_at DESC, p.id DESC LIMIT $%d`, len(args))
 
-	var plans []service.Plan
-	var more bool
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, q, args...)
-		var err error
-		if plans, err = pgx.CollectRows(rows, scanPlan); err != nil {
-			return err
-		}
-		if more = len(plans) > f.Limit; more {
-			plans = plans[:f.Limit]
-		}
-		return loadResources(ctx, tx, viewer.TeamID, plans)
-	})
+	rows, _ := db.pool.Query(ctx, q, args...)
+	plans, err := pgx.CollectRows(rows, scanPlan)
 	if err != nil {
+		return nil, false, mapError(err)
+	}
+	more := len(plans) > f.Limit
+	if more {
+		plans = plans[:f.Limit]
+	}
+	if err := loadResources(ctx, db.pool, viewer.TeamID, plans); err != nil {
 		return nil, false, mapError(err)
 	}
 	return plans, more, nil

@@ -97,3 +97,18 @@ func redact(s string) string {
 	}
 	return "(unparseable URL)"
 }
+
+// MustExec runs one SQL statement on the database at dbURL (for test setup
+// such as ANALYZE after bulk loads).
+func MustExec(tb testing.TB, dbURL, sql string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		tb.Fatalf("pgtest: %s: %v", sql, err)
+	}
+}

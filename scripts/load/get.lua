@@ -1,0 +1,2 @@
+-- wrk script: GET with the member token.
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("MEMBER")
