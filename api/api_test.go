@@ -67,22 +67,29 @@ type testAPI struct {
 	doc    *openapi3.T
 }
 
-func newTestAPI(t *testing.T) *testAPI {
-	t.Helper()
-	db, _ := pgtest.MustOpenDB(t)
+// mustServe serves the public API over a fresh database with the test
+// HS256 verifier; the server stops when the test ends.
+func mustServe(tb testing.TB) *httptest.Server {
+	tb.Helper()
+	db, _ := pgtest.MustOpenDB(tb)
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	handler := NewServer(Deps{
+	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
 		Plans:    &service.Plans{Store: db, Now: time.Now},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
-	})
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func newTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	srv := mustServe(t)
 	doc, router := mustSpec(t)
 	return &testAPI{t: t, srv: srv, router: router, doc: doc}
 }
@@ -219,20 +226,7 @@ type benchAPI struct {
 
 func newBenchAPI(b *testing.B) *benchAPI {
 	b.Helper()
-	db, _ := pgtest.MustOpenDB(b)
-	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(NewServer(Deps{
-		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Verifier: verifier,
-		Plans:    &service.Plans{Store: db, Now: time.Now},
-		Teams:    &service.Teams{Store: db, Now: time.Now},
-		Metrics:  NewMetrics(prometheus.NewRegistry()),
-	}))
-	b.Cleanup(srv.Close)
-	return &benchAPI{srv: srv}
+	return &benchAPI{srv: mustServe(b)}
 }
 
 func benchToken(b *testing.B, roles ...string) string {
