@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,6 +150,13 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if errors.Is(err, errUnsupportedMediaType) {
 		writeProblem(w, r, http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
 			"The request body must be JSON (Content-Type: application/json).", nil)
+		return
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client went away; nobody reads this answer. 499 keeps it out of
+		// the 5xx metrics and the error log.
+		log.DebugContext(r.Context(), "client closed request", "request_id", requestIDFromContext(r.Context()))
+		w.WriteHeader(499)
 		return
 	}
 	code := service.ErrorCode(err)

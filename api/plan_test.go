@@ -293,7 +293,8 @@ func TestRoleTable(t *testing.T) {
 	}{
 		{"AgentApproves", "POST", "/v1/plans/" + p.ID + "/approve", f.agent, nil},
 		{"AgentWithMemberApproves", "POST", "/v1/plans/" + p.ID + "/approve", agentAndMember, nil},
-		{"AgentRejects", "POST", "/v1/plans/" + p.ID + "/reject", agentAndMember, nil},
+		{"AgentRejects", "POST", "/v1/plans/" + p.ID + "/reject", f.agent, nil},
+		{"AgentWithMemberRejects", "POST", "/v1/plans/" + p.ID + "/reject", agentAndMember, nil},
 		{"MemberCreates", "POST", "/v1/plans", f.member, planBody("shared")},
 		{"AdminCreates", "POST", "/v1/plans", f.admin, planBody("shared")},
 		{"MemberRecordsResult", "POST", "/v1/plans/" + p.ID + "/result", f.member, map[string]any{"outcome": "executed"}},
@@ -314,5 +315,15 @@ func TestRoleTable(t *testing.T) {
 	a.do("GET", "/v1/plans/"+p.ID, f.member, nil, nil).decode(t, &after)
 	if after.Status != service.PlanPending {
 		t.Errorf("a forbidden call changed the plan to %s", after.Status)
+	}
+
+	// Only the agent acting for the plan's creator records its result.
+	a.do("POST", "/v1/plans/"+p.ID+"/approve", f.other, nil, nil).decode(t, &after)
+	bobsAgent := token(t, "bob", "team-a", "agent")
+	a.do("POST", "/v1/plans/"+p.ID+"/result", bobsAgent, map[string]any{"outcome": "executed"}, nil).
+		wantProblem(t, 403, "forbidden")
+	a.do("GET", "/v1/plans/"+p.ID, f.member, nil, nil).decode(t, &after)
+	if after.Status != service.PlanApproved {
+		t.Errorf("another user's agent recorded a result: %s", after.Status)
 	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +55,8 @@ func TestBadRequests(t *testing.T) {
 		{"ResourceWithoutName", "/v1/plans", with("resources", []map[string]any{{"kind": "Pod"}}), nil, 422, "validation_failed", "resources[0].name"},
 		{"PayloadNotObject", "/v1/plans", with("payload", []int{1}), nil, 422, "validation_failed", "payload"},
 		{"NULInPayloadString", "/v1/plans", `{"cluster_id":"c","conversation_id":"v","visibility":"shared","tool":"t","command":"x","payload":{"a":{"b":"x\u0000y"}}}`, nil, 422, "validation_failed", "payload.a.b"},
-		{"NULInPayloadKey", "/v1/plans", `{"cluster_id":"c","conversation_id":"v","visibility":"shared","tool":"t","command":"x","payload":{"k\u0000":1}}`, nil, 422, "validation_failed", "payload"},
+		{"NULInPayloadKey", "/v1/plans", `{"cluster_id":"c","conversation_id":"v","visibility":"shared","tool":"t","command":"x","payload":{"a":{"k\u0000":1}}}`, nil, 422, "validation_failed", "payload.a"},
+		{"NumberTooLarge", "/v1/plans", `{"cluster_id":"c","conversation_id":"v","visibility":"shared","tool":"t","command":"x","payload":{"n":[1e1000000]}}`, nil, 422, "validation_failed", "payload.n[0]"},
 		{"NULInCommand", "/v1/plans", with("command", "rm\x00rf"), nil, 422, "validation_failed", "command"},
 		{"NULInResourceName", "/v1/plans", with("resources", []map[string]any{{"kind": "Pod", "name": "a\x00"}}), nil, 422, "validation_failed", "resources[0].name"},
 		{"ResultBadOutcome", "/v1/plans/" + p.ID + "/result", map[string]any{"outcome": "done"}, nil, 422, "validation_failed", "outcome"},
@@ -71,7 +73,7 @@ func TestBadRequests(t *testing.T) {
 				for _, e := range prob.Errors {
 					fields = append(fields, e.Field)
 				}
-				if !strings.Contains(strings.Join(fields, ","), c.field) {
+				if !slices.Contains(fields, c.field) {
 					t.Errorf("errors name %v, want %q", fields, c.field)
 				}
 			}
@@ -96,6 +98,8 @@ func TestBadRequests(t *testing.T) {
 		{"status=done", 422, "validation_failed"},
 		{"cursor=not-a-cursor", 400, "invalid_request"},
 		{"name=a%00b", 422, "validation_failed"},
+		{"cluster_id=%ff", 422, "validation_failed"},
+		{"kind=%c3%28", 422, "validation_failed"},
 	}
 	for _, q := range queries {
 		t.Run("List_"+q.query, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -54,6 +55,8 @@ func checkText(v *ValidationErrors, field, s string, required bool, max int) {
 		v.Add(field, "must be at most %d bytes", max)
 	case strings.ContainsRune(s, 0):
 		v.Add(field, "must not contain the NUL character (\\u0000)")
+	case !utf8.ValidString(s):
+		v.Add(field, "must be valid UTF-8")
 	}
 }
 
@@ -123,8 +126,8 @@ func NormalizePayload(raw json.RawMessage) (json.RawMessage, error) {
 	if _, ok := value.(map[string]any); !ok {
 		return nil, FieldError{Field: "payload", Message: "must be a JSON object"}
 	}
-	if path, bad := findNUL(value, "payload"); bad {
-		return nil, FieldError{Field: path, Message: "must not contain the NUL character (\\u0000)"}
+	if fe, bad := findUnstorable(value, "payload"); bad {
+		return nil, fe
 	}
 	out, err := json.Marshal(value)
 	if err != nil {
@@ -133,28 +136,67 @@ func NormalizePayload(raw json.RawMessage) (json.RawMessage, error) {
 	return out, nil
 }
 
-// findNUL returns the path of the first key or string holding U+0000.
-func findNUL(v any, path string) (string, bool) {
+// findUnstorable returns the first key or value jsonb cannot hold: a
+// string or key with U+0000, or a number outside PostgreSQL's numeric range.
+func findUnstorable(v any, path string) (FieldError, bool) {
 	switch t := v.(type) {
 	case string:
-		return path, strings.ContainsRune(t, 0)
+		if strings.ContainsRune(t, 0) {
+			return FieldError{Field: path, Message: "must not contain the NUL character (\\u0000)"}, true
+		}
+	case json.Number:
+		if !numericFits(string(t)) {
+			return FieldError{Field: path, Message: "is a number outside the range PostgreSQL can store"}, true
+		}
 	case map[string]any:
 		for k, child := range t {
 			if strings.ContainsRune(k, 0) {
-				return path, true
+				return FieldError{Field: path, Message: "must not have a key containing the NUL character (\\u0000)"}, true
 			}
-			if p, bad := findNUL(child, path+"."+k); bad {
-				return p, true
+			if fe, bad := findUnstorable(child, path+"."+k); bad {
+				return fe, true
 			}
 		}
 	case []any:
 		for i, child := range t {
-			if p, bad := findNUL(child, fmt.Sprintf("%s[%d]", path, i)); bad {
-				return p, true
+			if fe, bad := findUnstorable(child, fmt.Sprintf("%s[%d]", path, i)); bad {
+				return fe, true
 			}
 		}
 	}
-	return "", false
+	return FieldError{}, false
+}
+
+// PostgreSQL numeric limits: digits before and after the decimal point.
+const (
+	numericMaxIntegerDigits  = 131072
+	numericMaxFractionDigits = 16383
+)
+
+// numericFits reports whether a JSON number literal fits PostgreSQL's
+// numeric type, which jsonb uses: at most 131072 digits before the decimal
+// point and a scale (digits after it, as written) of at most 16383.
+func numericFits(lit string) bool {
+	mantissa, expPart, hasExp := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
+	exp := 0
+	if hasExp {
+		var err error
+		if exp, err = strconv.Atoi(expPart); err != nil || exp > 1<<30 || exp < -(1<<30) {
+			return false
+		}
+	}
+	intPart, fracPart, _ := strings.Cut(mantissa, ".")
+	if scale := len(fracPart) - exp; scale > numericMaxFractionDigits {
+		return false
+	}
+	digits := strings.TrimLeft(intPart+fracPart, "0")
+	if digits == "" {
+		return true // zero
+	}
+	// The most significant digit stands at 10^msd.
+	msd := len(intPart) + len(fracPart) - len(digits) // leading zeros of the digit string
+	msd = len(intPart) - 1 - msd + exp
+	return msd+1 <= numericMaxIntegerDigits
 }
 
 // validate checks a result report and caps its output.

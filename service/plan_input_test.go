@@ -91,3 +91,12 @@ func TestValidIdempotencyKey(t *testing.T) {
 		}
 	}
 }
+
+func TestNumericFits(t *testing.T) {
+	// Boundaries of PostgreSQL's numeric; store tests check them against the real server.
+	for lit, want := range NumericLimitCases() {
+		if got := numericFits(lit); got != want {
+			t.Errorf("numericFits(%s) = %v, want %v", lit, got, want)
+		}
+	}
+}

@@ -165,9 +165,10 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 	})
 }
 
-// RecordResult stores the outcome of an approved plan. Repeating an identical
-// report answers with the stored plan (agents retry); a different one after
-// completion is a conflict.
+// RecordResult stores the outcome of an approved plan. Only the agent acting
+// for the plan's creator reports it (the run happens in that user's
+// conversation). Repeating an identical report answers with the stored plan
+// (agents retry); a different one after completion is a conflict.
 func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in ResultInput) (Plan, error) {
 	in, truncated, err := in.validate()
 	if err != nil {
@@ -178,6 +179,9 @@ func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in Res
 	}
 	now := s.now()
 	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
+		if plan.CreatedBy != p.UserID {
+			return Errorf(EFORBIDDEN, "Only the agent acting for the plan's creator can record its result.")
+		}
 		switch {
 		case plan.Status == in.Outcome && plan.Output != nil && *plan.Output == in.Output:
 			return nil // an identical retry

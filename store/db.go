@@ -8,12 +8,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -66,9 +69,11 @@ func (db *DB) SQLDB() *sql.DB { return stdlib.OpenDBFromPool(db.pool) }
 func (db *DB) Stat() *pgxpool.Stat { return db.pool.Stat() }
 
 // mapError turns a database error into a service error. SQLSTATE classes
-// decide: data exceptions are the caller's bad values; connection and
-// resource problems (and any error without a server code, which means the
-// connection itself failed) are "unavailable"; the rest is internal.
+// decide for server errors: data exceptions are the caller's bad values;
+// connection and resource problems are "unavailable". Errors without a
+// server code are "unavailable" only when the connection itself failed;
+// anything else (a scan or encoding bug) is internal, so it is logged as
+// the defect it is rather than retried as an outage.
 func mapError(err error) error {
 	if err == nil {
 		return nil
@@ -97,7 +102,21 @@ func mapError(err error) error {
 		return service.WrapError(service.EINTERNAL, "Database error.", err)
 	}
 	if errors.Is(err, context.Canceled) {
-		return err
+		return err // the caller went away; not the database's fault
 	}
-	return service.WrapError(service.EUNAVAILABLE, "The database is unavailable.", err)
+	if connectionFailed(err) {
+		return service.WrapError(service.EUNAVAILABLE, "The database is unavailable.", err)
+	}
+	return service.WrapError(service.EINTERNAL, "Database error.", err)
+}
+
+// connectionFailed reports whether err means the database could not be
+// reached or the connection broke.
+func connectionFailed(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, puddle.ErrClosedPool)
 }

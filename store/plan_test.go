@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,6 +123,35 @@ func TestConcurrentIdempotentCreate(t *testing.T) {
 		}
 		if ids[i] != ids[0] {
 			t.Fatalf("concurrent creates with one key made two plans: %s and %s", ids[0], ids[i])
+		}
+	}
+}
+
+// TestPayloadNumberLimits checks the service's model of numeric limits
+// against PostgreSQL: a number it accepts is stored, one it refuses is
+// one PostgreSQL refuses too.
+func TestPayloadNumberLimits(t *testing.T) {
+	db, dbURL := pgtest.MustOpenDB(t)
+	plans := &service.Plans{Store: db, Now: time.Now}
+	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
+	for lit, fits := range service.NumericLimitCases() {
+		in := input("c1")
+		in.Payload = json.RawMessage(`{"n": ` + lit + `}`)
+		_, _, err := plans.Create(context.Background(), agent, in, "")
+		if fits && err != nil {
+			t.Errorf("%s: refused (%v) though PostgreSQL should hold it", lit, err)
+		}
+		if !fits {
+			if service.ErrorCode(err) != service.EVALIDATION {
+				t.Errorf("%s: code %q, want a validation error", lit, service.ErrorCode(err))
+			}
+			// The database itself refuses it too, so the model is not too strict.
+			if !strings.HasPrefix(lit, "1e9999") {
+				dbErr := pgtest.MustExecErr(t, dbURL, `SELECT '{"n": `+lit+`}'::jsonb`)
+				if dbErr == nil {
+					t.Errorf("%s: PostgreSQL accepts it, but the service refuses it", lit)
+				}
+			}
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/kukie/gitops-server/auth"
 )
 
@@ -55,6 +57,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return c, &configError{"KUKIE_DATABASE_URL", "must be a postgres:// URL"}
+	}
+	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		return c, &configError{"KUKIE_DATABASE_URL", "is not a valid connection URL: " + redactURL(strings.ReplaceAll(err.Error(), c.DatabaseURL, "(url)"))}
 	}
 	var err error
 	if c.MigrateOnStart, err = envBool(getenv, "KUKIE_MIGRATE_ON_START"); err != nil {
@@ -137,15 +142,11 @@ func (c config) LogValue() slog.Value {
 		}
 		return "[set]"
 	}
-	dbURL := c.DatabaseURL
-	if u, err := url.Parse(c.DatabaseURL); err == nil {
-		dbURL = u.Redacted()
-	}
 	return slog.GroupValue(
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("admin_addr", c.AdminAddr),
-		slog.String("database_url", dbURL),
-		slog.String("auth_jwks_url", c.JWKSURL),
+		slog.String("database_url", redactURL(c.DatabaseURL)),
+		slog.String("auth_jwks_url", redactURL(c.JWKSURL)),
 		slog.String("auth_hs256_secret", mask(c.HS256Secret)),
 		slog.String("auth_issuer", c.Issuer),
 		slog.String("auth_audience", c.Audience),
@@ -154,6 +155,24 @@ func (c config) LogValue() slog.Value {
 		slog.String("shutdown_delay", c.ShutdownDelay.String()),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
 	)
+}
+
+// redactURL hides credentials in a URL: the userinfo password and any query
+// parameter that can carry a secret (libpq accepts password= in the query).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
+	}
+	q := u.Query()
+	for key := range q {
+		switch strings.ToLower(key) {
+		case "password", "sslpassword", "sslkey", "token", "access_token", "key", "secret":
+			q.Set(key, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }
 
 var errUsage = errors.New("usage: kukie-server [serve | migrate up|status | version]")

@@ -17,6 +17,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"NoDatabase", map[string]string{"KUKIE_DATABASE_URL": ""}, "KUKIE_DATABASE_URL"},
 		{"DatabaseNotURL", map[string]string{"KUKIE_DATABASE_URL": "mysql://x"}, "KUKIE_DATABASE_URL"},
+		{"DatabaseBadOption", map[string]string{"KUKIE_DATABASE_URL": "postgres://u:pw-secret@h/db?sslmode=bogus"}, "KUKIE_DATABASE_URL"},
 		{"NoAuth", map[string]string{"KUKIE_AUTH_HS256_SECRET": ""}, "KUKIE_AUTH_JWKS_URL"},
 		{"BothAuth", map[string]string{"KUKIE_AUTH_JWKS_URL": "https://id.example/jwks"}, "KUKIE_AUTH_HS256_SECRET"},
 		{"ShortSecret", map[string]string{"KUKIE_AUTH_HS256_SECRET": "short"}, "KUKIE_AUTH_HS256_SECRET"},
@@ -45,8 +46,8 @@ func TestConfigErrors(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, c.variable) || strings.Contains(msg, "\n") {
 				t.Errorf("error %q should be one line naming %s", msg, c.variable)
 			}
-			if strings.Contains(err.Error(), strings.Repeat("s", 32)) {
-				t.Error("the error leaks the secret")
+			if strings.Contains(err.Error(), strings.Repeat("s", 32)) || strings.Contains(err.Error(), "pw-secret") {
+				t.Error("the error leaks a secret")
 			}
 		})
 	}
@@ -54,7 +55,7 @@ func TestConfigErrors(t *testing.T) {
 
 func TestConfigDefaultsAndMasking(t *testing.T) {
 	env := map[string]string{
-		"KUKIE_DATABASE_URL":      "postgres://kukie:hunter2@db:5432/kukie",
+		"KUKIE_DATABASE_URL":      "postgres://kukie:hunter2@db:5432/kukie?sslpassword=hunter3&password=hunter4",
 		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 40),
 	}
 	cfg, err := loadConfig(func(k string) string { return env[k] }, true)
@@ -65,7 +66,7 @@ func TestConfigDefaultsAndMasking(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	logged := cfg.LogValue().String()
-	if strings.Contains(logged, "hunter2") || strings.Contains(logged, strings.Repeat("s", 40)) {
+	if strings.Contains(logged, "hunter") || strings.Contains(logged, strings.Repeat("s", 40)) {
 		t.Errorf("logged configuration leaks a secret: %s", logged)
 	}
 }

@@ -171,9 +171,19 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	time.Sleep(cfg.ShutdownDelay)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	// The admin listener keeps answering (/healthz, /metrics) until the
+	// public one has drained.
 	err = public.Shutdown(shutdownCtx)
-	if aerr := admin.Shutdown(shutdownCtx); err == nil {
-		err = aerr
+	if err != nil {
+		// Drain timed out: cut the remaining connections so handlers see
+		// their contexts cancelled and release database connections.
+		_ = public.Close()
+	}
+	if aerr := admin.Shutdown(shutdownCtx); aerr != nil {
+		_ = admin.Close()
+		if err == nil {
+			err = aerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -9,9 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,51 +108,79 @@ func Unsigned(tb testing.TB, c Claims) string {
 // Issuer is an identity provider for tests: RSA and EC P-256 keys whose
 // public halves it serves at JWKSURL.
 type Issuer struct {
-	rsaKey  jwk.Key
-	ecKey   jwk.Key
 	server  *httptest.Server
 	fetches atomic.Int64
+
+	mu     sync.Mutex
+	rsaKey jwk.Key
+	ecKey  jwk.Key
+	jwks   []byte // the public keys served, old ones kept after a rotation
+	served jwk.Set
 }
 
-// MustNewIssuer starts an Issuer; its JWKS server stops when the test ends.
+// MustNewIssuer starts an Issuer with fresh keys (random key ids); its JWKS
+// server stops when the test ends.
 func MustNewIssuer(tb testing.TB) *Issuer {
 	tb.Helper()
-	rsaRaw, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	iss := &Issuer{served: jwk.NewSet()}
+	iss.Rotate(tb)
 	ecRaw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	iss := &Issuer{}
-	if iss.rsaKey, err = privateJWK(rsaRaw, "rsa-1", jwa.RS256()); err != nil {
-		tb.Fatal(err)
-	}
-	if iss.ecKey, err = privateJWK(ecRaw, "ec-1", jwa.ES256()); err != nil {
-		tb.Fatal(err)
-	}
-	set := jwk.NewSet()
-	for _, k := range []jwk.Key{iss.rsaKey, iss.ecKey} {
-		pub, err := k.PublicKey()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := set.AddKey(pub); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	body, err := json.Marshal(set)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	iss.ecKey = iss.mustServe(tb, ecRaw, "ec-"+randomID(), jwa.ES256())
 	iss.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		iss.fetches.Add(1)
+		iss.mu.Lock()
+		body := iss.jwks
+		iss.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))
 	tb.Cleanup(iss.server.Close)
 	return iss
+}
+
+// Rotate makes a new RSA signing key (new kid) and adds its public half to
+// the JWKS, keeping the old ones, as identity providers do.
+func (i *Issuer) Rotate(tb testing.TB) {
+	tb.Helper()
+	raw, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	key := i.mustServe(tb, raw, "rsa-"+randomID(), jwa.RS256())
+	i.mu.Lock()
+	i.rsaKey = key
+	i.mu.Unlock()
+}
+
+// mustServe wraps raw as a JWK and adds its public key to the JWKS.
+func (i *Issuer) mustServe(tb testing.TB, raw any, kid string, alg jwa.SignatureAlgorithm) jwk.Key {
+	tb.Helper()
+	key, err := privateJWK(raw, kid, alg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pub, err := key.PublicKey()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if err := i.served.AddKey(pub); err != nil {
+		tb.Fatal(err)
+	}
+	if i.jwks, err = json.Marshal(i.served); err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func privateJWK(raw any, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, error) {
@@ -173,10 +203,15 @@ func (i *Issuer) JWKSURL() string { return i.server.URL + "/jwks.json" }
 // Fetches counts JWKS requests served so far.
 func (i *Issuer) Fetches() int64 { return i.fetches.Load() }
 
-// RS256 returns a token signed with the issuer's RSA key (kid rsa-1).
-func (i *Issuer) RS256(tb testing.TB, c Claims) string { return i.sign(tb, c, jwa.RS256(), i.rsaKey) }
+// RS256 returns a token signed with the issuer's current RSA key.
+func (i *Issuer) RS256(tb testing.TB, c Claims) string {
+	i.mu.Lock()
+	key := i.rsaKey
+	i.mu.Unlock()
+	return i.sign(tb, c, jwa.RS256(), key)
+}
 
-// ES256 returns a token signed with the issuer's EC key (kid ec-1).
+// ES256 returns a token signed with the issuer's EC key.
 func (i *Issuer) ES256(tb testing.TB, c Claims) string { return i.sign(tb, c, jwa.ES256(), i.ecKey) }
 
 func (i *Issuer) sign(tb testing.TB, c Claims, alg jwa.SignatureAlgorithm, key jwk.Key) string {

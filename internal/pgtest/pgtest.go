@@ -102,13 +102,21 @@ func redact(s string) string {
 // such as ANALYZE after bulk loads).
 func MustExec(tb testing.TB, dbURL, sql string) {
 	tb.Helper()
+	if err := MustExecErr(tb, dbURL, sql); err != nil {
+		tb.Fatalf("pgtest: %s: %v", sql, err)
+	}
+}
+
+// MustExecErr runs one SQL statement and returns its error (nil on
+// success); failing to connect fails the test.
+func MustExecErr(tb testing.TB, dbURL, sql string) error {
+	tb.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		tb.Fatalf("pgtest: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		tb.Fatalf("pgtest: %s: %v", sql, err)
-	}
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
