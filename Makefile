@@ -1,12 +1,15 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test build lint fmt
+.PHONY: run test tools build lint bench
 
-run: ## Run the server locally (database created and migrated, tokens printed).
+run: tools ## Run the server and the sandbox cluster locally (tokens and curl lines printed).
 	./scripts/dev-run.sh
 
-test: ## All tests, against the local PostgreSQL (started if installed but stopped).
+test: tools ## All tests, against the local PostgreSQL and the built kube-apiserver.
 	./scripts/ensure-postgres.sh
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 20m ./...
+
+tools: ## Build kube-apiserver and etcd into a cache outside the repo (~10 min cold, then instant).
+	./scripts/tools.sh
 
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/kukie-server ./cmd/kukie-server

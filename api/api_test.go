@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,20 +73,67 @@ type testAPI struct {
 // HS256 verifier; the server stops when the test ends.
 func mustServe(tb testing.TB) *httptest.Server {
 	tb.Helper()
+	srv, _ := mustServeWith(tb, nil)
+	return srv
+}
+
+// testClusters are registered for every test API: team-a has prod-eks and
+// c, team-b has prod-eks too (same id, another team).
+var testClusters = []service.Cluster{
+	{TeamID: "team-a", ID: "prod-eks", Name: "prod"},
+	{TeamID: "team-a", ID: "c", Name: "c"},
+	{TeamID: "team-b", ID: "prod-eks", Name: "prod (team b)"},
+}
+
+// mustServeWith serves the public API over a fresh database with the test
+// HS256 verifier, the test clusters plus extra, and reader (nil: a reader
+// that fails every read); the server stops when the test ends.
+func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *service.SnapshotCache) {
+	tb.Helper()
 	db, _ := pgtest.MustOpenDB(tb)
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, c := range append(slices.Clone(testClusters), extra...) {
+		if c.Kind == "" {
+			c.Kind = service.ClusterStatic
+		}
+		if c.AccessLevel == "" {
+			c.AccessLevel = service.AccessFull
+		}
+		if c.ArgoCDNamespace == "" {
+			c.ArgoCDNamespace = service.DefaultArgoCDNamespace
+		}
+		if _, err := db.UpsertCluster(context.Background(), c, time.Now()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if reader == nil {
+		reader = failingReader{}
+	}
+	cache, err := service.NewSnapshotCache(reader, 64, time.Now, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
-		Plans:    &service.Plans{Store: db, Now: time.Now},
+		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
+		Clusters: &service.Clusters{Store: db, Now: time.Now},
+		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache},
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
-	return srv
+	return srv, cache
+}
+
+// failingReader stands in where no test reads a cluster.
+type failingReader struct{}
+
+func (failingReader) ListApplications(context.Context, service.Cluster) ([]service.Application, error) {
+	return nil, errors.New("no cluster reader in this test")
 }
 
 func newTestAPI(t *testing.T) *testAPI {

@@ -119,6 +119,7 @@ var wireErrors = map[string]struct {
 	service.ECONFLICT:        {http.StatusConflict, codeConflict},
 	service.ETOOLARGE:        {http.StatusRequestEntityTooLarge, codePayloadTooLarge},
 	service.EUNAVAILABLE:     {http.StatusServiceUnavailable, codeUnavailable},
+	service.EUPSTREAM:        {http.StatusBadGateway, "cluster_unreachable"},
 	service.EINTERNAL:        {http.StatusInternalServerError, codeInternal},
 }
 
@@ -168,13 +169,16 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	var se *service.Error
 	if errors.As(err, &se) {
 		fields = se.Fields
+		if se.Reason != "" && (wire.status < 500 || se.Code == service.EUPSTREAM) {
+			wire.code = se.Reason // a refined wire code, e.g. cluster_not_found
+		}
 	}
 	detail := service.ErrorMessage(err)
 	switch wire.status {
 	case http.StatusInternalServerError:
 		detail = "An internal error occurred."
 		log.ErrorContext(r.Context(), "request failed", "request_id", requestIDFromContext(r.Context()), "err", err)
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusBadGateway:
 		log.WarnContext(r.Context(), "dependency unavailable", "request_id", requestIDFromContext(r.Context()), "err", err)
 	}
 	writeProblem(w, r, wire.status, wire.code, detail, fields)

@@ -25,6 +25,7 @@ type route struct {
 var (
 	agentOnly = []service.Role{service.RoleAgent}
 	people    = []service.Role{service.RoleMember, service.RoleAdmin}
+	admins    = []service.Role{service.RoleAdmin}
 )
 
 // routes lists the whole API surface in one place.
@@ -35,6 +36,13 @@ func routes(d Deps) []route {
 		{method: "GET", pattern: "/docs/*", handler: handleDocs(), public: true, asset: true},
 
 		{method: "GET", pattern: "/v1/team", handler: handleTeamGet(d.Logger, d.Teams)},
+
+		{method: "GET", pattern: "/v1/clusters", handler: handleClusterList(d.Logger, d.Clusters)},
+		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins},
+
+		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}", handler: handleAppDetail(d.Logger, d.ArgoCD)},
 
 		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},
 		{method: "GET", pattern: "/v1/plans", handler: handlePlanList(d.Logger, d.Plans)},

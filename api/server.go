@@ -18,6 +18,8 @@ type Deps struct {
 	Verifier service.TokenVerifier
 	Plans    *service.Plans
 	Teams    *service.Teams
+	Clusters *service.Clusters
+	ArgoCD   *service.ArgoCD
 	Metrics  *Metrics
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration

@@ -16,6 +16,7 @@ const (
 	ECONFLICT        = "conflict"        // state does not allow the operation
 	ETOOLARGE        = "too_large"       // a size limit was exceeded
 	EUNAVAILABLE     = "unavailable"     // a dependency is down; retry later
+	EUPSTREAM        = "upstream"        // a customer system (a cluster) cannot be reached
 	EINTERNAL        = "internal"        // anything unclassified
 )
 
@@ -31,8 +32,11 @@ type FieldError struct {
 type Error struct {
 	Code    string
 	Message string
-	Fields  []FieldError
-	Err     error
+	// Reason refines Code for clients that act on it (the wire code), e.g.
+	// "cluster_not_found" or "argocd_forbidden". Empty means the code's default.
+	Reason string
+	Fields []FieldError
+	Err    error
 }
 
 func (e *Error) Error() string {
@@ -66,6 +70,20 @@ func ErrorCode(err error) string {
 		return e.Code
 	}
 	return EINTERNAL
+}
+
+// ErrorReason returns the Reason of the first *Error in err's chain, or "".
+func ErrorReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+// ReasonError returns an *Error with a code, a reason and a message.
+func ReasonError(code, reason, message string) *Error {
+	return &Error{Code: code, Reason: reason, Message: message}
 }
 
 // ErrorMessage returns the caller-safe message of err, or a generic one when

@@ -14,8 +14,9 @@ import (
 
 // Plans is the Action Plan use case: creation, reads and the lifecycle rules.
 type Plans struct {
-	Store PlanStore
-	Now   func() time.Time
+	Store    PlanStore
+	Clusters ClusterStore // a plan's cluster must be one of the team's
+	Now      func() time.Time
 }
 
 func (s *Plans) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
@@ -29,6 +30,9 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	}
 	in, err := in.validate()
 	if err != nil {
+		return Plan{}, false, err
+	}
+	if _, err := s.Clusters.GetCluster(ctx, p.TeamID, in.ClusterID); err != nil {
 		return Plan{}, false, err
 	}
 	canonical, err := json.Marshal(in)

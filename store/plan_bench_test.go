@@ -26,7 +26,7 @@ func seed(b *testing.B, plans *service.Plans, agent service.Principal, n int) {
 
 func BenchmarkCreatePlan(b *testing.B) {
 	db, _ := pgtest.MustOpenDB(b)
-	plans := &service.Plans{Store: db, Now: time.Now}
+	plans := newPlans(b, db, time.Now)
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 	in := input("c1", service.ResourceRef{Group: "apps", Kind: "Deployment", Namespace: "ns", Name: "api"})
 	b.ResetTimer()
@@ -39,7 +39,7 @@ func BenchmarkCreatePlan(b *testing.B) {
 
 func BenchmarkListPlans(b *testing.B) {
 	db, dbURL := pgtest.MustOpenDB(b)
-	plans := &service.Plans{Store: db, Now: clock()}
+	plans := newPlans(b, db, clock())
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 	seed(b, plans, agent, 5000)
 	pgtest.MustExec(b, dbURL, "ANALYZE") // as autovacuum would after a bulk load

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/store"
 )
 
 // clock returns a deterministic now that advances one second per call.
@@ -27,6 +28,24 @@ func clock() func() time.Time {
 	}
 }
 
+// newPlans returns the plan use case over db with clusters c0…c9,
+// cluster-0…cluster-9 and bench registered for team t1.
+func newPlans(tb testing.TB, db *store.DB, now func() time.Time) *service.Plans {
+	tb.Helper()
+	ids := []string{"bench"}
+	for i := range 10 {
+		ids = append(ids, fmt.Sprintf("c%d", i), fmt.Sprintf("cluster-%d", i))
+	}
+	for _, id := range ids {
+		c := service.Cluster{TeamID: "t1", ID: id, Name: id, Kind: service.ClusterStatic,
+			AccessLevel: service.AccessFull, Namespaces: []string{}, ArgoCDNamespace: "argocd"}
+		if _, err := db.UpsertCluster(context.Background(), c, time.Now()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return &service.Plans{Store: db, Clusters: db, Now: now}
+}
+
 func input(cluster string, resources ...service.ResourceRef) service.PlanInput {
 	return service.PlanInput{ClusterID: cluster, ConversationID: "conv-1", Visibility: service.VisibilityShared,
 		Tool: "apply_manifest", Command: "kubectl apply -f -", Resources: resources,
@@ -35,7 +54,7 @@ func input(cluster string, resources ...service.ResourceRef) service.PlanInput {
 
 func TestPlanRoundTrip(t *testing.T) {
 	db, _ := pgtest.MustOpenDB(t)
-	plans := &service.Plans{Store: db, Now: clock()}
+	plans := newPlans(t, db, clock())
 	ctx := context.Background()
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 
@@ -63,7 +82,7 @@ func TestPlanRoundTrip(t *testing.T) {
 
 func TestListPagination(t *testing.T) {
 	db, _ := pgtest.MustOpenDB(t)
-	plans := &service.Plans{Store: db, Now: clock()}
+	plans := newPlans(t, db, clock())
 	ctx := context.Background()
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 	var ids []string
@@ -104,7 +123,7 @@ func TestListPagination(t *testing.T) {
 
 func TestConcurrentIdempotentCreate(t *testing.T) {
 	db, _ := pgtest.MustOpenDB(t)
-	plans := &service.Plans{Store: db, Now: time.Now}
+	plans := newPlans(t, db, time.Now)
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 	const n = 8
 	ids := make([]string, n)
@@ -132,7 +151,7 @@ func TestConcurrentIdempotentCreate(t *testing.T) {
 // one PostgreSQL refuses too.
 func TestPayloadNumberLimits(t *testing.T) {
 	db, dbURL := pgtest.MustOpenDB(t)
-	plans := &service.Plans{Store: db, Now: time.Now}
+	plans := newPlans(t, db, time.Now)
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
 	for lit, fits := range service.NumericLimitCases() {
 		in := input("c1")

@@ -28,6 +28,10 @@ type config struct {
 	LogLevel        slog.Level
 	ShutdownDelay   time.Duration
 	ShutdownTimeout time.Duration
+
+	StaticClustersFile string
+	CacheMaxClusters   int
+	ClusterTimeout     time.Duration
 }
 
 // configError names the variable that is wrong; its text is the one line
@@ -51,6 +55,10 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		Audience:        strings.TrimSpace(getenv("KUKIE_AUTH_AUDIENCE")),
 		ShutdownDelay:   5 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
+
+		StaticClustersFile: strings.TrimSpace(getenv("KUKIE_STATIC_CLUSTERS_FILE")),
+		CacheMaxClusters:   1024,
+		ClusterTimeout:     5 * time.Second,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -73,7 +81,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout}} {
+	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout},
+		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}} {
 		if s := strings.TrimSpace(getenv(d.name)); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil || v < 0 {
@@ -81,6 +90,16 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 			}
 			*d.dst = v
 		}
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_CACHE_MAX_CLUSTERS")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return c, &configError{"KUKIE_CACHE_MAX_CLUSTERS", "must be a whole number from 1 to 1000000"}
+		}
+		c.CacheMaxClusters = n
+	}
+	if c.ClusterTimeout == 0 {
+		return c, &configError{"KUKIE_CLUSTER_TIMEOUT", "must be above zero"}
 	}
 	if !withAuth {
 		return c, nil
@@ -154,6 +173,9 @@ func (c config) LogValue() slog.Value {
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("shutdown_delay", c.ShutdownDelay.String()),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
+		slog.String("static_clusters_file", c.StaticClustersFile),
+		slog.Int("cache_max_clusters", c.CacheMaxClusters),
+		slog.String("cluster_timeout", c.ClusterTimeout.String()),
 	)
 }
 

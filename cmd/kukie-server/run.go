@@ -18,6 +18,7 @@ import (
 
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
@@ -119,12 +120,39 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPoolMetrics(reg, db)
+	clusterObs := newClusterMetrics(reg)
+
+	staticClusters, connector, err := kube.LoadStaticClusters(cfg.StaticClustersFile)
+	if err != nil {
+		return fmt.Errorf("KUKIE_STATIC_CLUSTERS_FILE: %w", err)
+	}
+	for _, c := range staticClusters {
+		if _, err := db.UpsertCluster(ctx, c, time.Now().UTC()); err != nil {
+			return fmt.Errorf("register static cluster %s of team %s: %w", c.ID, c.TeamID, err)
+		}
+	}
+	if len(staticClusters) > 0 {
+		log.Info("static clusters registered", "count", len(staticClusters))
+	}
+	reader, err := kube.NewReader(connector, kube.ReaderOptions{
+		UserAgent: "kukie-gitops/" + version, MaxClients: cfg.CacheMaxClusters, Observer: clusterObs,
+		Timeout: cfg.ClusterTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	snapshots, err := service.NewSnapshotCache(reader, cfg.CacheMaxClusters, time.Now, clusterObs)
+	if err != nil {
+		return err
+	}
 
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
-		Plans:    &service.Plans{Store: db, Now: time.Now},
+		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
+		Clusters: &service.Clusters{Store: db, Now: time.Now},
+		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: snapshots},
 		Metrics:  api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
@@ -204,17 +232,4 @@ func newHTTPServer(h http.Handler, errLog *stdlog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          errLog,
 	}
-}
-
-// registerPoolMetrics exports the database pool's state.
-func registerPoolMetrics(reg prometheus.Registerer, db *store.DB) {
-	gauge := func(name, help string, value func() float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value))
-	}
-	gauge("kukie_db_pool_acquired_connections", "Database connections in use.",
-		func() float64 { return float64(db.Stat().AcquiredConns()) })
-	gauge("kukie_db_pool_idle_connections", "Idle database connections.",
-		func() float64 { return float64(db.Stat().IdleConns()) })
-	gauge("kukie_db_pool_total_connections", "Open database connections.",
-		func() float64 { return float64(db.Stat().TotalConns()) })
 }

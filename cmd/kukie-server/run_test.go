@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +65,7 @@ func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 	t.Helper()
 	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{
+		"KUKIE_STATIC_CLUSTERS_FILE": writeStaticClusters(t),
 		"KUKIE_HTTP_ADDR":         publicAddr,
 		"KUKIE_ADMIN_ADDR":        adminAddr,
 		"KUKIE_DATABASE_URL":      dbURL,
@@ -105,6 +108,31 @@ func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 			t.Fatalf("server not up after 20 s; logs:\n%s", s.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// writeStaticClusters registers cluster c1 of team-e2e from a kubeconfig
+// that points at a closed port (these tests never read it).
+func writeStaticClusters(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c1, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: "x"}}]
+contexts: [{name: c1, context: {cluster: c1, user: u}}]
+current-context: c1
+`)
+	clusters := filepath.Join(dir, "clusters.yaml")
+	writeFile(t, clusters, "clusters:\n  - {id: c1, team: team-e2e, name: e2e, kubeconfig: "+kubeconfig+", access_level: full}\n")
+	return clusters
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

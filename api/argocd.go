@@ -1,0 +1,122 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+func handleArgoCDSidebar(log *slog.Logger, argo *service.ArgoCD) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		sb, err := argo.Sidebar(r.Context(), p)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, sb)
+	})
+}
+
+// handleAppList serves a cluster's app list from the shared snapshot. The
+// applications array is the snapshot's pre-encoded JSON; the summary (which
+// joins the team's connected repo) is encoded per request.
+func handleAppList(log *slog.Logger, argo *service.ArgoCD) http.Handler {
+	type response struct {
+		Summary      service.AppSummary `json:"summary"`
+		Applications json.RawMessage    `json:"applications"`
+		FetchedAt    time.Time          `json:"fetched_at"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		refresh := r.URL.Query().Get("refresh") == "true"
+		list, err := argo.List(r.Context(), p, chi.URLParam(r, "cluster_id"), refresh)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		etag := service.ContentETag(list.Snapshot, list.KukieRepo.URL+"\x00"+boolString(list.KukieRepo.Connected))
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", "private, no-cache")
+		if etagMatches(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		encode(w, http.StatusOK, response{Summary: list.Summary, Applications: list.Snapshot.AppsJSON,
+			FetchedAt: list.Snapshot.FetchedAt.UTC()})
+	})
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// etagMatches implements If-None-Match's weak comparison.
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for _, candidate := range strings.Split(header, ",") {
+		c := strings.TrimSpace(candidate)
+		if c == "*" || strings.TrimPrefix(c, "W/") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// appDetail is one app with everything the detail screen shows.
+type appDetail struct {
+	service.Application
+	HealthMessage      string                    `json:"health_message"`
+	OutOfSyncResources []service.AppResource     `json:"out_of_sync_resources"`
+	Resources          []service.AppResource     `json:"resources"`
+	Conditions         conditions                `json:"conditions"`
+	History            []service.AppHistoryEntry `json:"history"`
+	FetchedAt          time.Time                 `json:"fetched_at"`
+}
+
+// conditions splits status.conditions by type suffix: "...Error" are
+// errors, "...Warning" warnings; others are listed as warnings too, so
+// nothing the cluster says is hidden.
+type conditions struct {
+	Errors   []service.AppCondition `json:"errors"`
+	Warnings []service.AppCondition `json:"warnings"`
+}
+
+func handleAppDetail(log *slog.Logger, argo *service.ArgoCD) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		app, snap, err := argo.Detail(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		d := appDetail{Application: app, HealthMessage: app.HealthMessage, Resources: app.Resources,
+			OutOfSyncResources: []service.AppResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
+			Conditions: conditions{Errors: []service.AppCondition{}, Warnings: []service.AppCondition{}}}
+		for _, res := range app.Resources {
+			if res.Status == "OutOfSync" {
+				d.OutOfSyncResources = append(d.OutOfSyncResources, res)
+			}
+		}
+		for _, c := range app.Conditions {
+			if strings.HasSuffix(c.Type, "Error") {
+				d.Conditions.Errors = append(d.Conditions.Errors, c)
+			} else {
+				d.Conditions.Warnings = append(d.Conditions.Warnings, c)
+			}
+		}
+		encode(w, http.StatusOK, d)
+	})
+}

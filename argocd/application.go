@@ -1,0 +1,197 @@
+// Package argocd holds pure Argo CD logic: reading Application objects into
+// service types. It does no I/O. Real clusters hold objects of every shape,
+// so parsing is defensive: what cannot be read is skipped, and one odd
+// object never fails a whole list.
+package argocd
+
+import (
+	"time"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// ParseApplication reads an Application from its unstructured form (as the
+// dynamic client returns it). controlNamespace is Argo CD's own namespace,
+// which decides the app's id. It reports false when the object has no name.
+func ParseApplication(obj map[string]any, controlNamespace string) (service.Application, bool) {
+	meta := mapAt(obj, "metadata")
+	name := str(meta, "name")
+	if name == "" {
+		return service.Application{}, false
+	}
+	spec, status := mapAt(obj, "spec"), mapAt(obj, "status")
+	a := service.Application{
+		Name:      name,
+		Namespace: str(meta, "namespace"),
+		Project:   str(spec, "project"),
+		Sources:   parseSources(spec),
+		Destination: service.AppDestination{
+			Server:    str(mapAt(spec, "destination"), "server"),
+			Name:      str(mapAt(spec, "destination"), "name"),
+			Namespace: str(mapAt(spec, "destination"), "namespace"),
+		},
+		SyncStatus:    str(mapAt(status, "sync"), "status"),
+		HealthStatus:  str(mapAt(status, "health"), "status"),
+		HealthMessage: str(mapAt(status, "health"), "message"),
+		Operation:     parseOperation(mapAt(status, "operationState")),
+		ReconciledAt:  timeAt(status, "reconciledAt"),
+		Resources:     parseResources(status),
+		Conditions:    parseConditions(status),
+		History:       parseHistory(status),
+	}
+	a.ID = service.AppID(a.Name, a.Namespace, controlNamespace)
+	a.AutoSync, a.SelfHeal, a.Prune = SyncPolicy(spec)
+	if a.SyncStatus == "" {
+		a.SyncStatus = "Unknown"
+	}
+	if a.HealthStatus == "" {
+		a.HealthStatus = "Unknown"
+	}
+	a.ComputeProblems()
+	return a, true
+}
+
+// SyncPolicy reads spec.syncPolicy.automated. Auto-sync is on when
+// automated is present and enabled is absent or true (enabled exists since
+// Argo CD 3.1). selfHeal and prune count only with auto-sync on.
+func SyncPolicy(spec map[string]any) (autoSync, selfHeal, prune bool) {
+	policy := mapAt(spec, "syncPolicy")
+	automated, present := policy["automated"].(map[string]any)
+	if !present {
+		// "automated: {}" decodes as an empty map; null or a wrong type means off.
+		return false, false, false
+	}
+	if enabled, ok := automated["enabled"]; ok {
+		if b, isBool := enabled.(bool); !isBool || !b {
+			return false, false, false
+		}
+	}
+	return true, boolAt(automated, "selfHeal"), boolAt(automated, "prune")
+}
+
+func parseSources(spec map[string]any) []service.AppSource {
+	var raw []any
+	if list, ok := spec["sources"].([]any); ok && len(list) > 0 {
+		raw = list
+	} else if one, ok := spec["source"].(map[string]any); ok {
+		raw = []any{one}
+	}
+	out := []service.AppSource{}
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		out = append(out, service.AppSource{
+			RepoURL: str(m, "repoURL"), Path: str(m, "path"), Chart: str(m, "chart"),
+			TargetRevision: str(m, "targetRevision"),
+		})
+	}
+	return out
+}
+
+func parseOperation(op map[string]any) *service.AppOperation {
+	if len(op) == 0 {
+		return nil
+	}
+	initiated := mapAt(mapAt(op, "operation"), "initiatedBy")
+	return &service.AppOperation{
+		Phase:       str(op, "phase"),
+		Message:     str(op, "message"),
+		StartedAt:   timeAt(op, "startedAt"),
+		FinishedAt:  timeAt(op, "finishedAt"),
+		InitiatedBy: str(initiated, "username"),
+		Automated:   boolAt(initiated, "automated"),
+	}
+}
+
+func parseResources(status map[string]any) []service.AppResource {
+	out := []service.AppResource{}
+	for _, r := range sliceAt(status, "resources") {
+		m, ok := r.(map[string]any)
+		if !ok || str(m, "name") == "" || str(m, "kind") == "" {
+			continue
+		}
+		out = append(out, service.AppResource{
+			Group: str(m, "group"), Version: str(m, "version"), Kind: str(m, "kind"),
+			Namespace: str(m, "namespace"), Name: str(m, "name"), Status: str(m, "status"),
+			Health: str(mapAt(m, "health"), "status"), Hook: boolAt(m, "hook"),
+			RequiresPruning: boolAt(m, "requiresPruning"),
+		})
+	}
+	return out
+}
+
+func parseConditions(status map[string]any) []service.AppCondition {
+	out := []service.AppCondition{}
+	for _, c := range sliceAt(status, "conditions") {
+		m, ok := c.(map[string]any)
+		if !ok || str(m, "type") == "" {
+			continue
+		}
+		out = append(out, service.AppCondition{
+			Type: str(m, "type"), Message: str(m, "message"), LastTransitionTime: timeAt(m, "lastTransitionTime"),
+		})
+	}
+	return out
+}
+
+func parseHistory(status map[string]any) []service.AppHistoryEntry {
+	out := []service.AppHistoryEntry{}
+	for _, h := range sliceAt(status, "history") {
+		m, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		e := service.AppHistoryEntry{
+			Revision: str(m, "revision"), DeployedAt: timeAt(m, "deployedAt"),
+			InitiatedBy: str(mapAt(m, "initiatedBy"), "username"), Revisions: []string{},
+		}
+		switch id := m["id"].(type) {
+		case int64:
+			e.ID = id
+		case float64:
+			e.ID = int64(id)
+		}
+		for _, r := range sliceAt(m, "revisions") {
+			if s, ok := r.(string); ok {
+				e.Revisions = append(e.Revisions, s)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// mapAt returns m[key] when it is an object, or nil (reads on nil maps are safe).
+func mapAt(m map[string]any, key string) map[string]any {
+	v, _ := m[key].(map[string]any)
+	return v
+}
+
+func sliceAt(m map[string]any, key string) []any {
+	v, _ := m[key].([]any)
+	return v
+}
+
+func str(m map[string]any, key string) string {
+	v, _ := m[key].(string)
+	return v
+}
+
+func boolAt(m map[string]any, key string) bool {
+	v, _ := m[key].(bool)
+	return v
+}
+
+func timeAt(m map[string]any, key string) *time.Time {
+	s, ok := m[key].(string)
+	if !ok {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil
+	}
+	return &t
+}

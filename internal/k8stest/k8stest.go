@@ -1,0 +1,233 @@
+// Package k8stest runs a real Kubernetes API server (kube-apiserver and
+// etcd, built by `make tools`) for tests and the local sandbox, through
+// controller-runtime's envtest. It installs Kukie's own Application CRD and
+// fixture objects, and creates users with different rights, so 403s and
+// "no such resource type" come from the real server.
+package k8stest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed testdata/*.yaml
+var fixtures embed.FS
+
+// User names of the cluster's users.
+const (
+	UserAdmin        = "kukie-admin"         // system:masters
+	UserLimited      = "kukie-limited"       // edit in the sandbox namespaces only
+	UserArgoCDReader = "kukie-argocd-reader" // may list Applications in argocd only
+	UserNobody       = "kukie-nobody"        // no rights at all
+)
+
+// Options choose what a cluster holds.
+type Options struct {
+	// ArgoCD installs the Application CRD and the fixture apps and workloads.
+	ArgoCD bool
+}
+
+// Cluster is a running API server with its users.
+type Cluster struct {
+	env   *envtest.Environment
+	users map[string]*envtest.AuthenticatedUser
+	dyn   dynamic.Interface
+}
+
+// AssetsDir returns the directory holding kube-apiserver and etcd:
+// KUKIE_K8S_ASSETS, or the cache `make tools` builds into.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUKIE_K8S_ASSETS")
+	if dir == "" {
+		versions, err := findVersionsFile()
+		if err != nil {
+			return "", err
+		}
+		vars, err := readEnvFile(versions)
+		if err != nil {
+			return "", err
+		}
+		root := os.Getenv("KUKIE_TOOLS_CACHE")
+		if root == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return "", err
+			}
+			root = filepath.Join(cache, "kukie-tools")
+		}
+		dir = filepath.Join(root, "k8s-"+vars["KUBERNETES_VERSION"]+"-etcd-"+vars["ETCD_VERSION"])
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("no %s in %s: run `make tools` (builds the test Kubernetes control plane, ~10 min cold) or set KUKIE_K8S_ASSETS", bin, dir)
+		}
+	}
+	return dir, nil
+}
+
+// findVersionsFile walks up from the working directory to tools/versions.env.
+func findVersionsFile() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "tools", "versions.env")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("tools/versions.env not found above the working directory; set KUKIE_K8S_ASSETS")
+		}
+		dir = parent
+	}
+}
+
+func readEnvFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = v
+		}
+	}
+	return vars, sc.Err()
+}
+
+// Start runs a control plane in a temporary directory on free loopback
+// ports, with users and, if asked, the Argo CD fixtures.
+func Start(opts Options) (*Cluster, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
+	if opts.ArgoCD {
+		crd, err := applicationCRD()
+		if err != nil {
+			return nil, err
+		}
+		env.CRDs = []*apiextv1.CustomResourceDefinition{crd}
+	}
+	if _, err := env.Start(); err != nil {
+		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	c := &Cluster{env: env, users: map[string]*envtest.AuthenticatedUser{}}
+	for name, groups := range map[string][]string{
+		UserAdmin: {"system:masters"}, UserLimited: nil, UserArgoCDReader: nil, UserNobody: nil,
+	} {
+		u, err := env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+		if err != nil {
+			_ = env.Stop()
+			return nil, fmt.Errorf("add user %s: %w", name, err)
+		}
+		c.users[name] = u
+	}
+	if c.dyn, err = dynamic.NewForConfig(c.Config(UserAdmin)); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	files := []string{"namespaces.yaml", "rbac.yaml"}
+	if opts.ArgoCD {
+		files = append(files, "workloads.yaml", "applications.yaml")
+	}
+	for _, f := range files {
+		b, err := fixtures.ReadFile("testdata/" + f)
+		if err == nil {
+			err = c.Apply(context.Background(), b)
+		}
+		if err != nil {
+			_ = env.Stop()
+			return nil, fmt.Errorf("fixtures %s: %w", f, err)
+		}
+	}
+	return c, nil
+}
+
+func applicationCRD() (*apiextv1.CustomResourceDefinition, error) {
+	b, err := fixtures.ReadFile("testdata/crd-application.yaml")
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextv1.CustomResourceDefinition{}
+	return crd, yaml.UnmarshalStrict(b, crd)
+}
+
+// Stop stops the control plane and removes its files.
+func (c *Cluster) Stop() error { return c.env.Stop() }
+
+// Config returns a client configuration for one of the cluster's users.
+func (c *Cluster) Config(user string) *rest.Config { return rest.CopyConfig(c.users[user].Config()) }
+
+// Kubeconfig returns a kubeconfig file's content for a user.
+func (c *Cluster) Kubeconfig(user string) ([]byte, error) { return c.users[user].KubeConfig() }
+
+// Host is the API server's URL.
+func (c *Cluster) Host() string { return c.env.Config.Host }
+
+// resources maps the kinds fixtures use to their API resources.
+var resources = map[string]schema.GroupVersionResource{
+	"Namespace":   {Version: "v1", Resource: "namespaces"},
+	"Service":     {Version: "v1", Resource: "services"},
+	"ConfigMap":   {Version: "v1", Resource: "configmaps"},
+	"Deployment":  {Group: "apps", Version: "v1", Resource: "deployments"},
+	"Role":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"Application": {Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+}
+
+// Apply creates the objects of a multi-document YAML stream as the admin.
+func (c *Cluster) Apply(ctx context.Context, docs []byte) error {
+	for _, doc := range bytes.Split(docs, []byte("\n---")) {
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		gvr, ok := resources[u.GetKind()]
+		if !ok {
+			return fmt.Errorf("k8stest: no resource known for kind %q", u.GetKind())
+		}
+		var err error
+		if ns := u.GetNamespace(); ns != "" {
+			_, err = c.dyn.Resource(gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		} else {
+			_, err = c.dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("create %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Delete removes one object as the admin.
+func (c *Cluster) Delete(ctx context.Context, kind, namespace, name string) error {
+	return c.dyn.Resource(resources[kind]).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+}

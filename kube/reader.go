@@ -1,0 +1,222 @@
+package kube
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/url"
+	"slices"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kukie/gitops-server/argocd"
+	"github.com/kukie/gitops-server/service"
+)
+
+// applicationsGVR is Argo CD's Application resource: fixed, so no RESTMapper
+// (and no discovery round trip) is needed to list it.
+var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+
+// Failure reasons of a cluster read (the problem codes clients see).
+const (
+	ReasonUnreachable  = "cluster_unreachable"
+	ReasonNotInstalled = "argocd_not_installed"
+	ReasonForbidden    = "argocd_forbidden"
+)
+
+// ReadObserver is told about each LIST call: its outcome (ok or a failure
+// reason) and how long it took. Metrics implement it.
+type ReadObserver interface {
+	ObserveList(outcome string, d time.Duration)
+}
+
+// ReaderOptions tune the reader; zero values take the defaults.
+type ReaderOptions struct {
+	Timeout    time.Duration // per cluster call (default 5 s)
+	QPS        float32       // default 20
+	Burst      int           // default 40
+	UserAgent  string        // default kukie-gitops/dev
+	MaxClients int           // clusters whose clients are kept (default 1024)
+	Observer   ReadObserver
+}
+
+// Reader reads Applications from clusters. It keeps one client set per
+// cluster in a bounded LRU.
+type Reader struct {
+	connector service.ClusterConnector
+	opts      ReaderOptions
+	clients   *lru.Cache[string, *clientSet]
+}
+
+type clientSet struct {
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
+}
+
+// NewReader returns a reader connecting through connector.
+func NewReader(connector service.ClusterConnector, opts ReaderOptions) (*Reader, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.QPS == 0 {
+		opts.QPS = 20
+	}
+	if opts.Burst == 0 {
+		opts.Burst = 40
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "kukie-gitops/dev"
+	}
+	if opts.MaxClients == 0 {
+		opts.MaxClients = 1024
+	}
+	clients, err := lru.New[string, *clientSet](opts.MaxClients)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{connector: connector, opts: opts, clients: clients}, nil
+}
+
+func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet, error) {
+	key := c.TeamID + "/" + c.ID
+	if cs, ok := r.clients.Get(key); ok {
+		return cs, nil
+	}
+	cfg, err := r.connector.RESTConfig(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = r.opts.Timeout
+	cfg.QPS, cfg.Burst = r.opts.QPS, r.opts.Burst
+	cfg.UserAgent = r.opts.UserAgent
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cs := &clientSet{dyn: dyn, disc: disc}
+	r.clients.Add(key, cs)
+	return cs, nil
+}
+
+// Forget drops a cluster's cached clients (after its connection changed).
+func (r *Reader) Forget(c service.Cluster) { r.clients.Remove(c.TeamID + "/" + c.ID) }
+
+// ListApplications reads every Application of the cluster with one LIST
+// across namespaces, or — when that is forbidden — of the Argo CD
+// namespace. Failures come back as service errors whose reason is one of
+// cluster_unreachable, argocd_not_installed, argocd_forbidden.
+func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) ([]service.Application, error) {
+	start := time.Now()
+	apps, err := r.list(ctx, c)
+	outcome := "ok"
+	if err != nil {
+		outcome = service.ErrorReason(err)
+		if outcome == "" {
+			outcome = "internal"
+		}
+	}
+	if r.opts.Observer != nil {
+		r.opts.Observer.ObserveList(outcome, time.Since(start))
+	}
+	return apps, err
+}
+
+func (r *Reader) list(ctx context.Context, c service.Cluster) ([]service.Application, error) {
+	cs, err := r.clientsFor(ctx, c)
+	if err != nil {
+		return nil, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	list, err := cs.dyn.Resource(applicationsGVR).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) && c.ArgoCDNamespace != "" {
+		list, err = cs.dyn.Resource(applicationsGVR).Namespace(c.ArgoCDNamespace).List(ctx, metav1.ListOptions{})
+	}
+	if err != nil {
+		return nil, r.classify(ctx, cs, err)
+	}
+	apps := make([]service.Application, 0, len(list.Items))
+	for _, item := range list.Items {
+		if a, ok := argocd.ParseApplication(item.Object, c.ArgoCDNamespace); ok {
+			apps = append(apps, a)
+		}
+	}
+	return apps, nil
+}
+
+// classify names a failed read, connection-type failures first: an
+// unreachable server can look like "no such resource type". The API server
+// authorizes before it looks the resource up, so a 403 is followed by a
+// discovery call (open to every authenticated user) to tell "not installed"
+// from "not allowed".
+func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
+	switch {
+	case unreachable(err):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(err), err)
+	case apierrors.IsForbidden(err):
+		resources, derr := cs.disc.ServerResourcesForGroupVersion(applicationsGVR.GroupVersion().String())
+		switch {
+		case derr == nil && slices.ContainsFunc(resources.APIResources, func(a metav1.APIResource) bool { return a.Name == applicationsGVR.Resource }):
+			return reasonError(service.EFORBIDDEN, ReasonForbidden,
+				"Kukie's role may not read Argo CD Applications in this cluster.", err)
+		case derr == nil || apierrors.IsNotFound(derr):
+			return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
+		case unreachable(derr):
+			return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(derr), derr)
+		}
+		return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", errors.Join(err, derr))
+	case apierrors.IsNotFound(err):
+		return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
+	}
+	return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", err)
+}
+
+func reasonError(code, reason, msg string, err error) error {
+	return &service.Error{Code: code, Reason: reason, Message: msg, Err: err}
+}
+
+// unreachable reports connection-type failures: refused, DNS, TLS and
+// certificates, timeouts, a 401 (credentials the cluster no longer
+// accepts), and gateway errors in front of the API server.
+func unreachable(err error) bool {
+	var urlErr *url.Error
+	var netErr net.Error
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var certErr x509.CertificateInvalidError
+	switch {
+	case apierrors.IsUnauthorized(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsServiceUnavailable(err):
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &urlErr), errors.As(err, &netErr),
+		errors.As(err, &unknownAuthority), errors.As(err, &hostErr), errors.As(err, &certErr):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == 502 || code == 503 || code == 504
+	}
+	return false
+}
+
+// short is an error's text cut to a length fit for a user-facing message.
+func short(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+

@@ -1,0 +1,175 @@
+package service
+
+import (
+	"context"
+	"sync"
+)
+
+// ArgoCD is the Argo CD use case: the sidebar, the app list and the app
+// detail, all served from the shared snapshot cache, with the team's own
+// data (the connected repo) joined after the cache.
+type ArgoCD struct {
+	Clusters ClusterStore
+	Cache    *SnapshotCache
+	// Parallel bounds the clusters the sidebar reads at once (default 8).
+	Parallel int
+}
+
+// AppList is a cluster's app list with its summary.
+type AppList struct {
+	Summary   AppSummary
+	Snapshot  *Snapshot
+	KukieRepo KukieRepo
+}
+
+// ErrLimitedAccess is the answer for Argo CD reads on a LIMITED cluster:
+// its role cannot read Argo CD, so the cluster is not called.
+func ErrLimitedAccess() error {
+	return ReasonError(EFORBIDDEN, "limited_access",
+		"Kukie has limited access to this cluster; Argo CD can be read only with full access.")
+}
+
+func (s *ArgoCD) fullCluster(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
+	cl, err := s.Clusters.GetCluster(ctx, p.TeamID, clusterID)
+	if err != nil {
+		return cl, err
+	}
+	if cl.AccessLevel != AccessFull {
+		return cl, ErrLimitedAccess()
+	}
+	return cl, nil
+}
+
+func (s *ArgoCD) snapshot(ctx context.Context, p Principal, clusterID string, refresh bool) (Cluster, *Snapshot, error) {
+	cl, err := s.fullCluster(ctx, p, clusterID)
+	if err != nil {
+		return cl, nil, err
+	}
+	snap := s.Cache.Get(ctx, cl, refresh)
+	if snap.Err != nil {
+		return cl, nil, snap.Err
+	}
+	return cl, snap, nil
+}
+
+// List returns the cluster's apps, problems first, with the summary.
+func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refresh bool) (AppList, error) {
+	cl, snap, err := s.snapshot(ctx, p, clusterID, refresh)
+	if err != nil {
+		return AppList{}, err
+	}
+	summary := snap.Summary
+	summary.KukieRepo = kukieRepo(cl, snap.Apps)
+	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo}, nil
+}
+
+// Detail returns one app. An app that is not in the cluster (deleted, or
+// an id naming a namespace that is gone) is app_not_found.
+func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID string) (Application, *Snapshot, error) {
+	_, snap, err := s.snapshot(ctx, p, clusterID, false)
+	if err != nil {
+		return Application{}, nil, err
+	}
+	app, ok := snap.App(appID)
+	if !ok {
+		return Application{}, nil, ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
+	}
+	return app, snap, nil
+}
+
+// kukieRepo says whether any app deploys from the repo connected to Kukie.
+func kukieRepo(cl Cluster, apps []Application) KukieRepo {
+	r := KukieRepo{URL: cl.GitOpsRepo}
+	want := NormalizeRepoURL(cl.GitOpsRepo)
+	if want == "" {
+		return r
+	}
+	for _, a := range apps {
+		for _, src := range a.Sources {
+			if NormalizeRepoURL(src.RepoURL) == want {
+				r.Connected = true
+				return r
+			}
+		}
+	}
+	return r
+}
+
+// SidebarCluster is a cluster with Argo CD and its summary.
+type SidebarCluster struct {
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Summary AppSummary `json:"summary"`
+}
+
+// SidebarRef names a cluster left out of the Argo CD list.
+type SidebarRef struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Sidebar groups the team's clusters for the Argo CD screen.
+type Sidebar struct {
+	Clusters    []SidebarCluster `json:"clusters"`
+	Limited     []SidebarRef     `json:"limited"`
+	Unavailable []SidebarRef     `json:"unavailable"`
+}
+
+// Sidebar reads every FULL cluster of the team (in parallel, bounded) and
+// groups them: with Argo CD, LIMITED (not queried), or unavailable with the
+// reason of the failed read.
+func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
+	clusters, err := s.Clusters.ListClusters(ctx, p.TeamID)
+	if err != nil {
+		return Sidebar{}, err
+	}
+	out := Sidebar{Clusters: []SidebarCluster{}, Limited: []SidebarRef{}, Unavailable: []SidebarRef{}}
+	parallel := s.Parallel
+	if parallel <= 0 {
+		parallel = 8
+	}
+	type result struct {
+		ok     *SidebarCluster
+		failed *SidebarRef
+	}
+	results := make([]result, len(clusters))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, cl := range clusters {
+		if cl.AccessLevel != AccessFull {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			snap := s.Cache.Get(ctx, cl, false)
+			if snap.Err != nil {
+				reason := ErrorReason(snap.Err)
+				if reason == "" {
+					reason = "internal"
+				}
+				results[i].failed = &SidebarRef{ID: cl.ID, Name: cl.Name, Reason: reason}
+				return
+			}
+			summary := snap.Summary
+			summary.KukieRepo = kukieRepo(cl, snap.Apps)
+			results[i].ok = &SidebarCluster{ID: cl.ID, Name: cl.Name, Summary: summary}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Sidebar{}, err
+	}
+	for i, cl := range clusters {
+		switch {
+		case cl.AccessLevel != AccessFull:
+			out.Limited = append(out.Limited, SidebarRef{ID: cl.ID, Name: cl.Name})
+		case results[i].ok != nil:
+			out.Clusters = append(out.Clusters, *results[i].ok)
+		default:
+			out.Unavailable = append(out.Unavailable, *results[i].failed)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// ApplicationReader reads a cluster's Argo CD Applications. Failures carry
+// a Reason: cluster_unreachable, argocd_not_installed or argocd_forbidden.
+type ApplicationReader interface {
+	ListApplications(ctx context.Context, c Cluster) ([]Application, error)
+}
+
+// Snapshot is one read of a cluster's Applications, immutable once built
+// and shared by every caller of that team and cluster. It holds nothing
+// user-specific and nothing Kukie's own writes change.
+type Snapshot struct {
+	Apps      []Application // problems first
+	FetchedAt time.Time
+	Err       error // the classified failure, when the read failed
+	Summary   AppSummary
+	// AppsJSON is Apps encoded for the list response, so hits are not
+	// re-encoded; ContentHash identifies the apps' content (for ETags).
+	AppsJSON    json.RawMessage
+	ContentHash string
+	byID        map[string]int
+}
+
+// App returns the app with the given id.
+func (s *Snapshot) App(id string) (Application, bool) {
+	i, ok := s.byID[id]
+	if !ok {
+		return Application{}, false
+	}
+	return s.Apps[i], true
+}
+
+func newSnapshot(apps []Application, err error, at time.Time) *Snapshot {
+	s := &Snapshot{FetchedAt: at, Err: err}
+	if err != nil {
+		return s
+	}
+	SortApplications(apps)
+	s.Apps = apps
+	s.Summary = Summarize(apps)
+	s.byID = make(map[string]int, len(apps))
+	for i, a := range apps {
+		s.byID[a.ID] = i
+	}
+	b, merr := json.Marshal(apps)
+	if merr != nil {
+		s.Err = WrapError(EINTERNAL, "encode applications", merr)
+		return s
+	}
+	s.AppsJSON = b
+	sum := sha256.Sum256(b)
+	s.ContentHash = hex.EncodeToString(sum[:12])
+	return s
+}
+
+// CacheObserver is told about cache events: "hit", "miss", "refresh".
+type CacheObserver interface {
+	CacheEvent(event string)
+}
+
+// SnapshotCache shares cluster reads: one read per (team, cluster) per TTL,
+// concurrent misses collapsed into one read, failures remembered briefly so
+// a dead cluster is not hammered, and a floor on explicit refreshes. Its
+// bounds hold per server replica.
+type SnapshotCache struct {
+	reader   ApplicationReader
+	now      func() time.Time
+	entries  *lru.Cache[string, *Snapshot]
+	flight   singleflight.Group
+	observer CacheObserver
+
+	TTL          time.Duration // a good snapshot serves this long (10 s)
+	RefreshFloor time.Duration // a refresh reuses a snapshot younger than this (2 s)
+	FailureTTL   time.Duration // a failure is remembered this long (2 s)
+	ReadTimeout  time.Duration // bound on one shared read (15 s)
+}
+
+// NewSnapshotCache returns a cache of at most maxClusters snapshots.
+func NewSnapshotCache(reader ApplicationReader, maxClusters int, now func() time.Time, observer CacheObserver) (*SnapshotCache, error) {
+	entries, err := lru.New[string, *Snapshot](maxClusters)
+	if err != nil {
+		return nil, err
+	}
+	return &SnapshotCache{reader: reader, now: now, entries: entries, observer: observer,
+		TTL: 10 * time.Second, RefreshFloor: 2 * time.Second, FailureTTL: 2 * time.Second, ReadTimeout: 15 * time.Second}, nil
+}
+
+func (c *SnapshotCache) event(e string) {
+	if c.observer != nil {
+		c.observer.CacheEvent(e)
+	}
+}
+
+// Get returns the cluster's snapshot, reading the cluster when the cached
+// one is too old (or, with refresh, older than the refresh floor).
+func (c *SnapshotCache) Get(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
+	key := cl.TeamID + "\x00" + cl.ID
+	if s, ok := c.entries.Get(key); ok {
+		age := c.now().Sub(s.FetchedAt)
+		maxAge := c.TTL
+		if s.Err != nil {
+			maxAge = c.FailureTTL
+		}
+		if refresh && maxAge > c.RefreshFloor {
+			maxAge = c.RefreshFloor
+		}
+		if age < maxAge {
+			c.event("hit")
+			return s
+		}
+	}
+	if refresh {
+		c.event("refresh")
+	} else {
+		c.event("miss")
+	}
+	ch := c.flight.DoChan(key, func() (any, error) {
+		// The read outlives any one caller: a caller that gives up must not
+		// fail the others waiting on the same read.
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ReadTimeout)
+		defer cancel()
+		apps, err := c.reader.ListApplications(readCtx, cl)
+		s := newSnapshot(apps, err, c.now())
+		c.entries.Add(key, s)
+		return s, nil
+	})
+	select {
+	case res := <-ch:
+		return res.Val.(*Snapshot)
+	case <-ctx.Done():
+		return &Snapshot{FetchedAt: c.now(), Err: ctx.Err()}
+	}
+}
+
+// ContentETag returns a weak ETag for a snapshot's apps joined with extra
+// (team data such as the connected repo).
+func ContentETag(s *Snapshot, extra string) string {
+	sum := sha256.Sum256([]byte(s.ContentHash + "\x00" + extra))
+	return `W/"` + hex.EncodeToString(sum[:12]) + `"`
+}
