@@ -1,0 +1,114 @@
+package argocd
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+func parse(t *testing.T, doc string) (service.Application, bool) {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	return ParseApplication(obj, "argocd")
+}
+
+func TestSyncPolicy(t *testing.T) {
+	cases := map[string]struct {
+		spec                      string
+		autoSync, selfHeal, prune bool
+	}{
+		"Absent":            {`{}`, false, false, false},
+		"Null":              {`{"syncPolicy":{"automated":null}}`, false, false, false},
+		"Empty":             {`{"syncPolicy":{"automated":{}}}`, true, false, false},
+		"SelfHealPrune":     {`{"syncPolicy":{"automated":{"selfHeal":true,"prune":true}}}`, true, true, true},
+		"EnabledTrue":       {`{"syncPolicy":{"automated":{"enabled":true,"selfHeal":true}}}`, true, true, false},
+		"EnabledFalse":      {`{"syncPolicy":{"automated":{"enabled":false,"selfHeal":true,"prune":true}}}`, false, false, false},
+		"EnabledWrongType":  {`{"syncPolicy":{"automated":{"enabled":"yes","selfHeal":true}}}`, false, false, false},
+		"AutomatedString":   {`{"syncPolicy":{"automated":"yes"}}`, false, false, false},
+		"SelfHealWrongType": {`{"syncPolicy":{"automated":{"selfHeal":"true"}}}`, true, false, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			var spec map[string]any
+			if err := json.Unmarshal([]byte(c.spec), &spec); err != nil {
+				t.Fatal(err)
+			}
+			a, s, p := SyncPolicy(spec)
+			if a != c.autoSync || s != c.selfHeal || p != c.prune {
+				t.Errorf("SyncPolicy = %v %v %v, want %v %v %v", a, s, p, c.autoSync, c.selfHeal, c.prune)
+			}
+		})
+	}
+}
+
+func TestParseApplication(t *testing.T) {
+	a, ok := parse(t, `{"metadata":{"name":"payments","namespace":"team-apps"},
+		"spec":{"project":"p","sources":[{"repoURL":"https://charts.example","chart":"redis","targetRevision":"1.0"},"junk",{"repoURL":"git@github.com:o/r.git","path":"values"}],
+		  "destination":{"server":"https://kubernetes.default.svc","namespace":"pay"},"syncPolicy":{"automated":{"selfHeal":true}}},
+		"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Degraded","message":"boom"},
+		  "operationState":{"phase":"Failed","message":"apply failed","startedAt":"2026-11-30T01:00:00Z","operation":{"initiatedBy":{"username":"bob"}}},
+		  "resources":[{"kind":"Deployment","name":"api","status":"OutOfSync","health":{"status":"Degraded"}},{"kind":"Service"},"x"],
+		  "conditions":[{"type":"ComparisonError","message":"m"},{"type":"SharedResourceWarning","message":"w"},{"message":"untyped"}],
+		  "history":[{"id":3,"revision":"abc","revisions":["a","b",1],"deployedAt":"2026-11-30T00:00:00Z"}]}}`)
+	if !ok {
+		t.Fatal("not parsed")
+	}
+	if a.ID != "team-apps_payments" || len(a.Sources) != 2 || a.Sources[0].Chart != "redis" || !a.AutoSync || !a.SelfHeal {
+		t.Errorf("parsed = %+v", a)
+	}
+	if len(a.Resources) != 1 || len(a.Conditions) != 2 || len(a.History) != 1 || a.History[0].ID != 3 ||
+		len(a.History[0].Revisions) != 2 || a.Operation == nil || a.Operation.InitiatedBy != "bob" || a.Operation.StartedAt == nil {
+		t.Errorf("status parts = %+v", a)
+	}
+	var reasons []string
+	for _, p := range a.Problems {
+		reasons = append(reasons, p.Reason)
+	}
+	want := []string{"operation_failed", "error_condition", "degraded", "out_of_sync"}
+	if len(reasons) != len(want) {
+		t.Fatalf("problems = %v, want %v", reasons, want)
+	}
+	for i := range want {
+		if reasons[i] != want[i] {
+			t.Errorf("problems = %v, want %v", reasons, want)
+		}
+	}
+}
+
+func TestParseTolerates(t *testing.T) {
+	for name, doc := range map[string]string{
+		"NoStatus":       `{"metadata":{"name":"a","namespace":"argocd"}}`,
+		"WrongTypes":     `{"metadata":{"name":"a","namespace":"argocd"},"spec":[1],"status":{"sync":"x","health":7,"resources":"no","conditions":{},"history":3,"operationState":[]}}`,
+		"NullEveryhwere": `{"metadata":{"name":"a","namespace":"argocd"},"spec":null,"status":null}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, ok := parse(t, doc)
+			if !ok || a.ID != "a" || a.SyncStatus != "Unknown" || a.HealthStatus != "Unknown" {
+				t.Errorf("parsed = %+v, %v", a, ok)
+			}
+		})
+	}
+	if _, ok := parse(t, `{"metadata":{"namespace":"argocd"}}`); ok {
+		t.Error("an object without a name was accepted")
+	}
+}
+
+// FuzzParseApplication: no input panics, and every parsed app has an id.
+func FuzzParseApplication(f *testing.F) {
+	f.Add(`{"metadata":{"name":"a","namespace":"x"},"spec":{"syncPolicy":{"automated":{"enabled":false}}},"status":{"resources":[{"name":"n","kind":"k"}]}}`)
+	f.Add(`{"metadata":{"name":"a"},"status":{"history":[{"id":1.5}],"operationState":{"phase":"Error"}}}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var obj map[string]any
+		if json.Unmarshal([]byte(doc), &obj) != nil {
+			return
+		}
+		a, ok := ParseApplication(obj, "argocd")
+		if ok && (a.ID == "" || a.Problems == nil || a.Sources == nil) {
+			t.Fatalf("parsed app missing id or slices: %+v", a)
+		}
+	})
+}

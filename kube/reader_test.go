@@ -1,0 +1,219 @@
+package kube_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/service"
+)
+
+// Two real API servers for the package: one with Argo CD's CRD and the
+// fixtures, one without the CRD.
+var withArgo, withoutArgo *k8stest.Cluster
+
+func TestMain(m *testing.M) {
+	var err error
+	if withArgo, err = k8stest.Start(k8stest.Options{ArgoCD: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "kube tests need a Kubernetes API server:", err)
+		os.Exit(1)
+	}
+	if withoutArgo, err = k8stest.Start(k8stest.Options{}); err != nil {
+		_ = withArgo.Stop()
+		fmt.Fprintln(os.Stderr, "kube tests need a Kubernetes API server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = withArgo.Stop()
+	_ = withoutArgo.Stop()
+	os.Exit(code)
+}
+
+// counter counts LIST calls by outcome.
+type counter struct{ ok, failed atomic.Int64 }
+
+func (c *counter) ObserveList(outcome string, _ time.Duration) {
+	if outcome == "ok" {
+		c.ok.Add(1)
+	} else {
+		c.failed.Add(1)
+	}
+}
+
+// mustReader registers one static cluster per kubeconfig (ids in order) and
+// returns a reader for them.
+func mustReader(t *testing.T, timeout time.Duration, kubeconfigs ...[]byte) (*kube.Reader, []service.Cluster, *counter) {
+	t.Helper()
+	dir := t.TempDir()
+	var file strings.Builder
+	file.WriteString("clusters:\n")
+	for i, kc := range kubeconfigs {
+		path := filepath.Join(dir, fmt.Sprintf("kubeconfig-%d", i))
+		if err := os.WriteFile(path, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&file, "  - {id: c%d, team: t1, kubeconfig: %s, access_level: full}\n", i, path)
+	}
+	clustersFile := filepath.Join(dir, "clusters.yaml")
+	if err := os.WriteFile(clustersFile, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clusters, conn, err := kube.LoadStaticClusters(clustersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &counter{}
+	r, err := kube.NewReader(conn, kube.ReaderOptions{Timeout: timeout, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, clusters, obs
+}
+
+func kubeconfig(t *testing.T, c *k8stest.Cluster, user string) []byte {
+	t.Helper()
+	b, err := c.Kubeconfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestListApplications(t *testing.T) {
+	r, clusters, obs := mustReader(t, 5*time.Second, kubeconfig(t, withArgo, k8stest.UserAdmin))
+	apps, err := r.ListApplications(context.Background(), clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]service.Application{}
+	for _, a := range apps {
+		ids[a.ID] = a
+	}
+	for _, id := range []string{"sandbox-plain", "sandbox-kustomize", "sandbox-helm", "billing", "checkout",
+		"analytics", "cache", "team-apps_payments", "batch", "legacy", "broken-types", "broken-rows"} {
+		if _, ok := ids[id]; !ok {
+			t.Errorf("app %s missing from %d apps", id, len(apps))
+		}
+	}
+	if len(apps) != 12 {
+		t.Errorf("%d apps, want 12", len(apps))
+	}
+	if a := ids["sandbox-plain"]; !a.SelfHeal || !a.AutoSync || len(a.Resources) != 2 || len(a.History) != 2 {
+		t.Errorf("sandbox-plain = %+v", a)
+	}
+	if a := ids["sandbox-helm"]; !a.AutoSync || a.SelfHeal || a.SyncStatus != "OutOfSync" {
+		t.Errorf("sandbox-helm = %+v", a)
+	}
+	if a := ids["cache"]; len(a.Sources) != 2 || a.AutoSync {
+		t.Errorf("multi-source cache (automated.enabled=false) = %+v", a)
+	}
+	if a := ids["broken-rows"]; len(a.Resources) != 1 || a.Resources[0].Name != "ok-row" {
+		t.Errorf("broken-rows resources = %+v", a.Resources)
+	}
+	if obs.ok.Load() != 1 {
+		t.Errorf("%d successful LIST calls observed, want 1", obs.ok.Load())
+	}
+}
+
+func TestNamespaceFallback(t *testing.T) {
+	// This user may list Applications in argocd only: the cluster-wide LIST
+	// is forbidden, the namespaced one works, and apps elsewhere are not seen.
+	r, clusters, _ := mustReader(t, 5*time.Second, kubeconfig(t, withArgo, k8stest.UserArgoCDReader))
+	apps, err := r.ListApplications(context.Background(), clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(apps) != 11 {
+		t.Errorf("%d apps through the namespace fallback, want the 11 in argocd", len(apps))
+	}
+	for _, a := range apps {
+		if a.Namespace != "argocd" {
+			t.Errorf("app %s from namespace %s", a.Name, a.Namespace)
+		}
+	}
+}
+
+func TestFailureClasses(t *testing.T) {
+	closed := closedPortKubeconfig(t)
+	silent := silentListenerKubeconfig(t)
+	cases := []struct {
+		name       string
+		kubeconfig []byte
+		reason     string
+		code       string
+	}{
+		{"LimitedUserOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserLimited), kube.ReasonForbidden, service.EFORBIDDEN},
+		{"NobodyOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserNobody), kube.ReasonForbidden, service.EFORBIDDEN},
+		{"AdminWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserAdmin), kube.ReasonNotInstalled, service.ENOTFOUND},
+		{"NobodyWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserNobody), kube.ReasonNotInstalled, service.ENOTFOUND},
+		{"ClosedPort", closed, kube.ReasonUnreachable, service.EUPSTREAM},
+		{"ListenerNeverAnswers", silent, kube.ReasonUnreachable, service.EUPSTREAM},
+		{"BadCredentials", badTokenKubeconfig(t), kube.ReasonUnreachable, service.EUPSTREAM},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, clusters, obs := mustReader(t, 700*time.Millisecond, c.kubeconfig)
+			_, err := r.ListApplications(context.Background(), clusters[0])
+			if got := service.ErrorReason(err); got != c.reason || service.ErrorCode(err) != c.code {
+				t.Fatalf("reason %q code %q (%v), want %q %q", got, service.ErrorCode(err), err, c.reason, c.code)
+			}
+			if obs.failed.Load() != 1 {
+				t.Errorf("%d failed LIST calls observed, want 1", obs.failed.Load())
+			}
+		})
+	}
+}
+
+// closedPortKubeconfig points at a port nothing listens on.
+func closedPortKubeconfig(t *testing.T) []byte {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return tokenKubeconfig("https://"+addr, "x", true)
+}
+
+// silentListenerKubeconfig points at a listener that accepts connections
+// and never answers.
+func silentListenerKubeconfig(t *testing.T) []byte {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return tokenKubeconfig("https://"+ln.Addr().String(), "x", true)
+}
+
+// badTokenKubeconfig reaches the real server with a token it rejects (401).
+func badTokenKubeconfig(t *testing.T) []byte {
+	return tokenKubeconfig(withArgo.Host(), "not-a-valid-token", true)
+}
+
+func tokenKubeconfig(server, token string, insecure bool) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: %v}}]
+users: [{name: u, user: {token: %q}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, server, insecure, token)
+}
