@@ -1,0 +1,319 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/service"
+)
+
+// sandbox is a real API server with the Argo CD fixtures, started by the
+// first test that needs it and stopped by TestMain.
+var sandbox struct {
+	once    sync.Once
+	cluster *k8stest.Cluster
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sandbox.cluster != nil {
+		_ = sandbox.cluster.Stop()
+	}
+	os.Exit(code)
+}
+
+func mustSandbox(t *testing.T) *k8stest.Cluster {
+	t.Helper()
+	sandbox.once.Do(func() { sandbox.cluster, sandbox.err = k8stest.Start(k8stest.Options{ArgoCD: true}) })
+	if sandbox.err != nil {
+		t.Fatalf("a Kubernetes API server is needed: %v", sandbox.err)
+	}
+	return sandbox.cluster
+}
+
+// listCounter counts LIST calls made to clusters.
+type listCounter struct{ n atomic.Int64 }
+
+func (c *listCounter) ObserveList(string, time.Duration) { c.n.Add(1) }
+
+// argoAPI is the API with a real reader and these clusters:
+//
+//	team-a: prod-eks (admin), limited-cl (LIMITED), forbidden-cl (full level,
+//	        but a user without rights on argocd), down-cl (closed port)
+//	team-b: prod-eks (admin, the same cluster)
+type argoAPI struct {
+	*testAPI
+	lists *listCounter
+}
+
+func newArgoAPI(t *testing.T) *argoAPI {
+	t.Helper()
+	k := mustSandbox(t)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	kc := func(user string) string {
+		b, err := k.Kubeconfig(user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(user+".kubeconfig", b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	down := write("down.kubeconfig", fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://%s"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, closed))
+	admin := kc(k8stest.UserAdmin)
+	file := write("clusters.yaml", []byte(fmt.Sprintf(`clusters:
+  - {id: prod-eks, team: team-a, name: prod, kubeconfig: %[1]s, access_level: full}
+  - {id: limited-cl, team: team-a, name: limited, kubeconfig: %[1]s, access_level: limited, namespaces: [sandbox-plain]}
+  - {id: forbidden-cl, team: team-a, name: forbidden, kubeconfig: %[2]s, access_level: full}
+  - {id: down-cl, team: team-a, name: down, kubeconfig: %[3]s, access_level: full}
+  - {id: prod-eks, team: team-b, name: prod, kubeconfig: %[1]s, access_level: full}
+`, admin, kc(k8stest.UserLimited), down)))
+	clusters, conn, err := kube.LoadStaticClusters(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := &listCounter{}
+	reader, err := kube.NewReader(conn, kube.ReaderOptions{Timeout: 2 * time.Second, Observer: lists})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := mustServeWith(t, reader, clusters...)
+	doc, router := mustSpec(t)
+	return &argoAPI{testAPI: &testAPI{t: t, srv: srv, router: router, doc: doc}, lists: lists}
+}
+
+type appListResponse struct {
+	Summary      service.AppSummary    `json:"summary"`
+	Applications []service.Application `json:"applications"`
+	FetchedAt    time.Time             `json:"fetched_at"`
+}
+
+type appDetailResponse struct {
+	ID                 string                `json:"id"`
+	Sources            []service.AppSource   `json:"sources"`
+	OutOfSyncResources []service.AppResource `json:"out_of_sync_resources"`
+	Resources          []service.AppResource `json:"resources"`
+	Conditions         struct{ Errors, Warnings []service.AppCondition }
+	History            []service.AppHistoryEntry `json:"history"`
+	HealthMessage      string                    `json:"health_message"`
+}
+
+const appsPath = "/v1/clusters/prod-eks/argocd/applications"
+
+func TestAppListCountsAndOrder(t *testing.T) {
+	a := newArgoAPI(t)
+	var list appListResponse
+	a.do("GET", appsPath, token(t, "alice", "team-a", "member"), nil, nil).decode(t, &list)
+	var names []string
+	for _, app := range list.Applications {
+		names = append(names, app.Name)
+	}
+	want := "analytics checkout billing legacy sandbox-helm broken-types payments batch broken-rows cache sandbox-kustomize sandbox-plain"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("order:\n got %s\nwant %s", got, want)
+	}
+	s := list.Summary
+	got := fmt.Sprintf("total=%d synced=%d out_of_sync=%d sync_unknown=%d healthy=%d progressing=%d degraded=%d suspended=%d missing=%d health_unknown=%d self_heal=%d auto_sync=%d operation_failed=%d",
+		s.Total, s.Synced, s.OutOfSync, s.SyncUnknown, s.Healthy, s.Progressing, s.Degraded, s.Suspended, s.Missing, s.HealthUnknown, s.SelfHeal, s.AutoSync, s.OperationFailed)
+	if wantSummary := "total=12 synced=7 out_of_sync=3 sync_unknown=2 healthy=7 progressing=1 degraded=1 suspended=1 missing=1 health_unknown=1 self_heal=3 auto_sync=5 operation_failed=1"; got != wantSummary {
+		t.Errorf("summary:\n got %s\nwant %s", got, wantSummary)
+	}
+	if s.KukieRepo.URL != "" || s.KukieRepo.Connected {
+		t.Errorf("kukie_repo before connecting one: %+v", s.KukieRepo)
+	}
+	if !strings.Contains(strings.Join(s.SourceRepos, " "), "git@github.com:example-org/kukie-gitops-sandbox.git") {
+		t.Errorf("source_repos = %v", s.SourceRepos)
+	}
+}
+
+func TestAppDetail(t *testing.T) {
+	a := newArgoAPI(t)
+	tok := token(t, "alice", "team-a", "member")
+	var d appDetailResponse
+	a.do("GET", appsPath+"/analytics", tok, nil, nil).decode(t, &d)
+	if len(d.Conditions.Errors) != 1 || d.Conditions.Errors[0].Type != "ComparisonError" ||
+		len(d.Conditions.Warnings) != 1 || d.Conditions.Warnings[0].Type != "SharedResourceWarning" {
+		t.Errorf("conditions = %+v", d.Conditions)
+	}
+	d = appDetailResponse{}
+	a.do("GET", appsPath+"/sandbox-helm", tok, nil, nil).decode(t, &d)
+	if len(d.OutOfSyncResources) != 1 || d.OutOfSyncResources[0].Name != "worker" || len(d.Resources) != 2 {
+		t.Errorf("sandbox-helm resources = %+v / %+v", d.OutOfSyncResources, d.Resources)
+	}
+	d = appDetailResponse{}
+	a.do("GET", appsPath+"/sandbox-plain", tok, nil, nil).decode(t, &d)
+	if len(d.History) != 2 || d.History[1].InitiatedBy != "alice" {
+		t.Errorf("history = %+v", d.History)
+	}
+	d = appDetailResponse{}
+	a.do("GET", appsPath+"/cache", tok, nil, nil).decode(t, &d)
+	if len(d.Sources) != 2 || d.Sources[0].Chart != "redis" || d.Sources[1].Path != "values/cache" {
+		t.Errorf("multi-source = %+v", d.Sources)
+	}
+	d = appDetailResponse{}
+	a.do("GET", appsPath+"/team-apps_payments", tok, nil, nil).decode(t, &d)
+	if d.ID != "team-apps_payments" || d.HealthMessage != "waiting for rollout to finish" {
+		t.Errorf("app in another namespace = %+v", d)
+	}
+	for _, id := range []string{"nope", "gone-namespace_payments", "team-apps_nope", "payments"} {
+		a.do("GET", appsPath+"/"+id, tok, nil, nil).wantProblem(t, 404, "app_not_found")
+	}
+}
+
+func TestDeletedAppIsNotFound(t *testing.T) {
+	k := mustSandbox(t)
+	ctx := context.Background()
+	if err := k.Apply(ctx, []byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: short-lived, namespace: team-apps}
+spec: {project: default}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	tok := token(t, "alice", "team-a", "member")
+	newArgoAPI(t).do("GET", appsPath+"/team-apps_short-lived", tok, nil, nil).decode(t, &appDetailResponse{})
+	if err := k.Delete(ctx, "Application", "team-apps", "short-lived"); err != nil {
+		t.Fatal(err)
+	}
+	newArgoAPI(t).do("GET", appsPath+"/team-apps_short-lived", tok, nil, nil).wantProblem(t, 404, "app_not_found")
+}
+
+func TestClusterAccessProblems(t *testing.T) {
+	a := newArgoAPI(t)
+	tok := token(t, "alice", "team-a", "member")
+	before := a.lists.n.Load()
+	a.do("GET", "/v1/clusters/limited-cl/argocd/applications", tok, nil, nil).wantProblem(t, 403, "limited_access")
+	a.do("GET", "/v1/clusters/limited-cl/argocd/applications/sandbox-plain", tok, nil, nil).wantProblem(t, 403, "limited_access")
+	if a.lists.n.Load() != before {
+		t.Error("a LIMITED cluster was called")
+	}
+	a.do("GET", "/v1/clusters/forbidden-cl/argocd/applications", tok, nil, nil).wantProblem(t, 403, "argocd_forbidden")
+	a.do("GET", "/v1/clusters/down-cl/argocd/applications", tok, nil, nil).wantProblem(t, 502, "cluster_unreachable")
+	a.do("GET", "/v1/clusters/nope/argocd/applications", tok, nil, nil).wantProblem(t, 404, "cluster_not_found")
+	// Another team cannot reach team-a's clusters, even by a known id.
+	a.do("GET", "/v1/clusters/limited-cl/argocd/applications", token(t, "eve", "team-b", "admin"), nil, nil).
+		wantProblem(t, 404, "cluster_not_found")
+	// Plans must name one of the team's clusters.
+	body := planBody("shared")
+	body["cluster_id"] = "not-ours"
+	a.do("POST", "/v1/plans", token(t, "alice", "team-a", "agent"), body, nil).wantProblem(t, 404, "cluster_not_found")
+}
+
+func TestSidebar(t *testing.T) {
+	a := newArgoAPI(t)
+	var sb service.Sidebar
+	a.do("GET", "/v1/argocd/clusters", token(t, "alice", "team-a", "member"), nil, nil).decode(t, &sb)
+	if len(sb.Clusters) != 1 || sb.Clusters[0].ID != "prod-eks" || sb.Clusters[0].Summary.Total != 12 {
+		t.Errorf("clusters = %+v", sb.Clusters)
+	}
+	if len(sb.Limited) != 1 || sb.Limited[0].ID != "limited-cl" {
+		t.Errorf("limited = %+v", sb.Limited)
+	}
+	reasons := map[string]string{}
+	for _, u := range sb.Unavailable {
+		reasons[u.ID] = u.Reason
+	}
+	// c (from the base test clusters) has no connection configured: internal.
+	if reasons["forbidden-cl"] != "argocd_forbidden" || reasons["down-cl"] != "cluster_unreachable" ||
+		reasons["c"] != "internal" || len(reasons) != 3 {
+		t.Errorf("unavailable = %+v", sb.Unavailable)
+	}
+}
+
+func TestGitOpsRepoAndETag(t *testing.T) {
+	a := newArgoAPI(t)
+	admin, member := token(t, "carol", "team-a", "admin"), token(t, "alice", "team-a", "member")
+	first := a.do("GET", appsPath, member, nil, nil)
+	etag := first.header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	if res := a.do("GET", appsPath, member, nil, header{"If-None-Match": etag}); res.status != http.StatusNotModified {
+		t.Fatalf("If-None-Match with the current ETag: %d", res.status)
+	}
+	a.do("PUT", "/v1/clusters/prod-eks/gitops-repo", member, map[string]any{"repo_url": "https://github.com/x/y"}, nil).
+		wantProblem(t, 403, "forbidden")
+	a.do("PUT", "/v1/clusters/prod-eks/gitops-repo", admin, map[string]any{"repo_url": "not a url"}, nil).
+		wantProblem(t, 422, "validation_failed")
+	a.do("PUT", "/v1/clusters/nope/gitops-repo", admin, map[string]any{"repo_url": "https://github.com/x/y"}, nil).
+		wantProblem(t, 404, "cluster_not_found")
+
+	for repo, connected := range map[string]bool{
+		"https://github.com/example-org/kukie-gitops-sandbox":       true, // apps use git@…:…​.git and ssh://
+		"ssh://git@github.com/Example-Org/kukie-gitops-sandbox.git": true,
+		"https://github.com/example-org/other":                      false,
+	} {
+		var c service.Cluster
+		a.do("PUT", "/v1/clusters/prod-eks/gitops-repo", admin, map[string]any{"repo_url": repo}, nil).decode(t, &c)
+		if c.GitOpsRepo != repo {
+			t.Errorf("stored repo %q, want %q", c.GitOpsRepo, repo)
+		}
+		res := a.do("GET", appsPath, member, nil, header{"If-None-Match": etag})
+		var list appListResponse
+		res.decode(t, &list)
+		if res.status != 200 || list.Summary.KukieRepo.Connected != connected || list.Summary.KukieRepo.URL != repo {
+			t.Errorf("%s: status %d, kukie_repo %+v, want connected=%v", repo, res.status, list.Summary.KukieRepo, connected)
+		}
+		etag = res.header.Get("ETag")
+	}
+}
+
+func TestSharedCacheCallsCluster(t *testing.T) {
+	a := newArgoAPI(t)
+	tokA, tokB := token(t, "alice", "team-a", "member"), token(t, "bob", "team-b", "member")
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			path := appsPath
+			if i%2 == 1 {
+				path += "/sandbox-plain"
+			}
+			if res := a.do("GET", path, tokA, nil, nil); res.status != 200 {
+				t.Errorf("GET %s: %d", path, res.status)
+			}
+		})
+	}
+	wg.Wait()
+	if n := a.lists.n.Load(); n != 1 {
+		t.Errorf("20 concurrent list/detail calls made %d LIST calls, want 1", n)
+	}
+	// The same cluster under team-b is a separate snapshot: one more read.
+	a.do("GET", appsPath, tokB, nil, nil).decode(t, &appListResponse{})
+	if n := a.lists.n.Load(); n != 2 {
+		t.Errorf("after team-b's first list: %d LIST calls, want 2", n)
+	}
+	// An explicit refresh right away reuses the under-2 s snapshot.
+	a.do("GET", appsPath+"?refresh=true", tokA, nil, nil).decode(t, &appListResponse{})
+	if n := a.lists.n.Load(); n != 2 {
+		t.Errorf("refresh inside the 2 s floor made a LIST call (%d)", n)
+	}
+}

@@ -1,0 +1,160 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingReader counts reads; while gate is non-nil each read waits on it.
+type countingReader struct {
+	reads atomic.Int64
+	gate  chan struct{}
+	err   error
+}
+
+func (r *countingReader) ListApplications(ctx context.Context, c Cluster) ([]Application, error) {
+	r.reads.Add(1)
+	if r.gate != nil {
+		<-r.gate
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return []Application{{ID: c.ID + "-app", Name: c.TeamID, SyncStatus: "Synced", HealthStatus: "Healthy", Problems: []AppProblem{}}}, nil
+}
+
+// fakeClock is a settable now.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newTestCache(t *testing.T, r ApplicationReader, max int) (*SnapshotCache, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	c, err := NewSnapshotCache(r, max, clock.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, clock
+}
+
+var cl = Cluster{TeamID: "t1", ID: "c1"}
+
+func TestCacheTTLAndRefreshFloor(t *testing.T) {
+	r := &countingReader{}
+	c, clock := newTestCache(t, r, 8)
+	ctx := context.Background()
+	steps := []struct {
+		advance time.Duration
+		refresh bool
+		reads   int64
+	}{
+		{0, false, 1},               // cold: read
+		{5 * time.Second, false, 1}, // 5 s old: within the TTL
+		{0, true, 2},                // refresh of a 5 s old snapshot: read
+		{1 * time.Second, true, 2},  // refresh, 1 s old: under the 2 s floor
+		{1 * time.Second, true, 3},  // refresh, 2 s old: read
+		{9 * time.Second, false, 3}, // 9 s old: fresh
+		{1 * time.Second, false, 4}, // 10 s old: expired
+	}
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		snap := c.Get(ctx, cl, s.refresh)
+		if snap.Err != nil {
+			t.Fatal(snap.Err)
+		}
+		if got := r.reads.Load(); got != s.reads {
+			t.Fatalf("step %d: %d reads, want %d", i, got, s.reads)
+		}
+	}
+}
+
+func TestCacheRemembersFailureBriefly(t *testing.T) {
+	r := &countingReader{err: ReasonError(EUPSTREAM, "cluster_unreachable", "down")}
+	c, clock := newTestCache(t, r, 8)
+	for range 5 {
+		if snap := c.Get(context.Background(), cl, true); ErrorReason(snap.Err) != "cluster_unreachable" {
+			t.Fatalf("err = %v", snap.Err)
+		}
+	}
+	if r.reads.Load() != 1 {
+		t.Fatalf("%d reads of a dead cluster within 2 s, want 1", r.reads.Load())
+	}
+	clock.Advance(2 * time.Second)
+	c.Get(context.Background(), cl, false)
+	if r.reads.Load() != 2 {
+		t.Fatalf("%d reads after the failure expired, want 2", r.reads.Load())
+	}
+}
+
+func TestCacheCollapsesConcurrentMisses(t *testing.T) {
+	r := &countingReader{gate: make(chan struct{})}
+	c, _ := newTestCache(t, r, 8)
+	var wg sync.WaitGroup
+	snaps := make([]*Snapshot, 50)
+	for i := range snaps {
+		wg.Go(func() { snaps[i] = c.Get(context.Background(), cl, i%2 == 0) })
+	}
+	for r.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let the others queue on the same read
+	close(r.gate)
+	wg.Wait()
+	if r.reads.Load() != 1 {
+		t.Fatalf("50 concurrent callers caused %d reads, want 1", r.reads.Load())
+	}
+	for _, s := range snaps {
+		if s != snaps[0] {
+			t.Fatal("callers got different snapshots from one read")
+		}
+	}
+}
+
+func TestCacheCancelledCallerDoesNotFailOthers(t *testing.T) {
+	r := &countingReader{gate: make(chan struct{})}
+	c, _ := newTestCache(t, r, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *Snapshot)
+	go func() { done <- c.Get(ctx, cl, false) }()
+	for r.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	other := make(chan *Snapshot)
+	go func() { other <- c.Get(context.Background(), cl, false) }()
+	cancel()
+	if s := <-done; !errors.Is(s.Err, context.Canceled) {
+		t.Errorf("cancelled caller got %v", s.Err)
+	}
+	close(r.gate)
+	if s := <-other; s.Err != nil || len(s.Apps) != 1 {
+		t.Errorf("the other caller got %+v", s)
+	}
+}
+
+func TestCacheKeysByTeamAndBound(t *testing.T) {
+	r := &countingReader{}
+	c, _ := newTestCache(t, r, 2)
+	a := c.Get(context.Background(), Cluster{TeamID: "t1", ID: "shared"}, false)
+	b := c.Get(context.Background(), Cluster{TeamID: "t2", ID: "shared"}, false)
+	if r.reads.Load() != 2 || a == b || a.Apps[0].Name != "t1" || b.Apps[0].Name != "t2" {
+		t.Fatalf("two teams on one cluster id shared a snapshot (reads %d)", r.reads.Load())
+	}
+	c.Get(context.Background(), Cluster{TeamID: "t3", ID: "x"}, false) // evicts t1's
+	c.Get(context.Background(), Cluster{TeamID: "t1", ID: "shared"}, false)
+	if r.reads.Load() != 4 {
+		t.Errorf("%d reads, want 4 (the bound of 2 evicted the oldest)", r.reads.Load())
+	}
+}
