@@ -219,4 +219,3 @@ func short(err error) string {
 	}
 	return s
 }
-

@@ -66,12 +66,12 @@ func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{
 		"KUKIE_STATIC_CLUSTERS_FILE": writeStaticClusters(t),
-		"KUKIE_HTTP_ADDR":         publicAddr,
-		"KUKIE_ADMIN_ADDR":        adminAddr,
-		"KUKIE_DATABASE_URL":      dbURL,
-		"KUKIE_AUTH_HS256_SECRET": e2eSecret,
-		"KUKIE_MIGRATE_ON_START":  "true",
-		"KUKIE_SHUTDOWN_DELAY":    "200ms",
+		"KUKIE_HTTP_ADDR":            publicAddr,
+		"KUKIE_ADMIN_ADDR":           adminAddr,
+		"KUKIE_DATABASE_URL":         dbURL,
+		"KUKIE_AUTH_HS256_SECRET":    e2eSecret,
+		"KUKIE_MIGRATE_ON_START":     "true",
+		"KUKIE_SHUTDOWN_DELAY":       "200ms",
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -1,0 +1,39 @@
+package service
+
+import "testing"
+
+func TestNormalizeRepoURL(t *testing.T) {
+	same := []string{
+		"git@github.com:org/repo.git",
+		"https://github.com/org/repo",
+		"https://github.com/org/repo.git",
+		"https://github.com/org/repo/",
+		"ssh://git@github.com/org/repo",
+		"ssh://git@github.com:22/org/repo.git",
+		"https://user:token@github.com/Org/Repo",
+		"HTTPS://GITHUB.COM:443/org/repo",
+		"git://github.com/org/repo.git",
+	}
+	for _, s := range same {
+		if got := NormalizeRepoURL(s); got != "github.com/org/repo" {
+			t.Errorf("NormalizeRepoURL(%q) = %q, want github.com/org/repo", s, got)
+		}
+	}
+	different := map[string]string{
+		"https://gitlab.com/org/repo":           "gitlab.com/org/repo",
+		"https://github.com/org/other":          "github.com/org/other",
+		"https://git.example.com:8443/org/repo": "git.example.com:8443/org/repo",
+		"":                                      "",
+	}
+	for in, want := range different {
+		if got := NormalizeRepoURL(in); got != want {
+			t.Errorf("NormalizeRepoURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for s, ok := range map[string]bool{"https://github.com/org/repo": true, "git@github.com:org/repo.git": true,
+		"not a url": false, "https://github.com": false, "repo": false} {
+		if LooksLikeRepoURL(s) != ok {
+			t.Errorf("LooksLikeRepoURL(%q) = %v", s, !ok)
+		}
+	}
+}
