@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the test Kubernetes control plane (kube-apiserver and etcd) from the
+# Builds the test Kubernetes control plane (kube-apiserver, etcd, kubectl) from the
 # pinned tools modules into a cache outside the repository, keyed by version
 # and guarded by a file lock, so clean clones and later runs reuse it.
 # Prints the binary directory on its last line.
@@ -13,7 +13,7 @@ cache_root=${KUKIE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kukie-tools}
 dir="$cache_root/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
 mkdir -p "$dir"
 
-ready() { [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; }
+ready() { [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] && [ -x "$dir/kubectl" ]; }
 if ready; then
   echo "$dir"
   exit 0
@@ -27,9 +27,11 @@ if ready; then # another process built them while we waited
   exit 0
 fi
 
-# build NAME MODULE_DIR PACKAGE: go build with a progress line every 30 s.
+# build NAME MODULE_DIR PACKAGE: go build with a progress line every 30 s
+# (skipped when the binary is already there).
 build() {
   local name=$1 module=$2 pkg=$3 log start pid
+  [ -x "$dir/$name" ] && return 0
   log=$(mktemp)
   start=$(date +%s)
   echo "tools: building $name ($pkg) ..." >&2
@@ -54,4 +56,5 @@ grep -q "k8s.io/kubernetes $KUBERNETES_VERSION" tools/kube-apiserver/go.mod || {
 grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" tools/etcd/go.mod || { echo "tools/etcd/go.mod does not pin $ETCD_VERSION" >&2; exit 1; }
 build etcd tools/etcd .
 build kube-apiserver tools/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build kubectl tools/kube-apiserver k8s.io/kubernetes/cmd/kubectl # for `make bench` and envtest
 echo "$dir"

@@ -1,0 +1,432 @@
+// Command kukie-bench measures the Argo CD endpoints (`make bench`): it
+// starts the sandbox API server with 500 apps, runs the real kukie-server
+// binary against it, and prints a Markdown table of
+//  1. cached list throughput and latency beside a minimal net/http server
+//     returning the same bytes (the ratio is the figure);
+//  2. cluster LIST calls (from the server's metrics) while clients poll
+//     list and detail, without and with refresh=true;
+//  3. cold list latency for 500 apps beside kubectl get applications -A -o json.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/k8stest"
+)
+
+const secret = "kukie-bench-secret-kukie-bench-secret-0123"
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == "-static-server" {
+		staticServer(os.Args[2], os.Args[3])
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kukie-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// staticServer is the baseline: a minimal net/http server answering every
+// request with the same bytes.
+func staticServer(addr, file string) {
+	body, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+}
+
+type options struct {
+	server                   string
+	apps                     int
+	listFor, pollFor         time.Duration
+	listClients, pollClients int
+	coldRuns                 int
+}
+
+func run() error {
+	var o options
+	flag.StringVar(&o.server, "server", "bin/kukie-server", "the kukie-server binary")
+	flag.IntVar(&o.apps, "apps", 500, "Applications in the cluster")
+	flag.DurationVar(&o.listFor, "list-for", 10*time.Second, "duration of each cached-list run")
+	flag.IntVar(&o.listClients, "list-clients", 64, "concurrent clients for the cached list")
+	flag.DurationVar(&o.pollFor, "poll-for", 60*time.Second, "duration of each polling run")
+	flag.IntVar(&o.pollClients, "poll-clients", 100, "concurrent clients polling list and detail")
+	flag.IntVar(&o.coldRuns, "cold-runs", 10, "cold list measurements")
+	flag.Parse()
+
+	step("starting the sandbox API server")
+	cluster, err := k8stest.Start(k8stest.Options{ArgoCD: true})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	if err := addApps(cluster, o.apps-12); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kukie-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig, err := cluster.Kubeconfig(k8stest.UserAdmin)
+	if err != nil {
+		return err
+	}
+	kcPath := filepath.Join(dir, "admin.kubeconfig")
+	clustersPath := filepath.Join(dir, "clusters.yaml")
+	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(clustersPath, fmt.Appendf(nil,
+		"clusters:\n  - {id: bench, team: bench, kubeconfig: %s, access_level: full}\n", kcPath), 0o600); err != nil {
+		return err
+	}
+	dbURL, dropDB, err := createDatabase()
+	if err != nil {
+		return err
+	}
+	defer dropDB()
+
+	step("starting " + o.server)
+	api, admin := freeAddr(), freeAddr()
+	srv := exec.Command(o.server, "serve")
+	srv.Env = append(os.Environ(), "KUKIE_HTTP_ADDR="+api, "KUKIE_ADMIN_ADDR="+admin, "KUKIE_DATABASE_URL="+dbURL,
+		"KUKIE_AUTH_HS256_SECRET="+secret, "KUKIE_MIGRATE_ON_START=true", "KUKIE_LOG_LEVEL=warn",
+		"KUKIE_SHUTDOWN_DELAY=0s", "KUKIE_STATIC_CLUSTERS_FILE="+clustersPath)
+	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
+	if err := waitReady("http://" + admin + "/readyz"); err != nil {
+		return err
+	}
+	tok, err := authtest.HS256([]byte(secret), authtest.Claims{Sub: "bench", Team: "bench", Roles: []string{"member"}})
+	if err != nil {
+		return err
+	}
+	base := "http://" + api + "/v1/clusters/bench/argocd/applications"
+	b := &bench{token: tok, metrics: "http://" + admin + "/metrics"}
+
+	// 1. Cached list beside a minimal server returning the same bytes.
+	body, err := b.get(base)
+	if err != nil {
+		return err
+	}
+	bodyPath := filepath.Join(dir, "list.json")
+	if err := os.WriteFile(bodyPath, body, 0o600); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("cached list: %d clients for %s (response %d KiB)", o.listClients, o.listFor, len(body)/1024))
+	kukie := b.load(o.listClients, o.listFor, func(int) string { return base })
+	static := freeAddr()
+	self, _ := os.Executable()
+	baseline := exec.Command(self, "-static-server", static, bodyPath)
+	if err := baseline.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = baseline.Process.Kill(); _ = baseline.Wait() }()
+	if err := waitReady("http://" + static + "/"); err != nil {
+		return err
+	}
+	step("baseline net/http server, same load")
+	plain := b.load(o.listClients, o.listFor, func(int) string { return "http://" + static + "/" })
+
+	// 2. LIST calls while clients poll list and detail.
+	poll := func(refresh bool) (result, float64, error) {
+		before, err := b.listCalls()
+		if err != nil {
+			return result{}, 0, err
+		}
+		suffix := ""
+		if refresh {
+			suffix = "?refresh=true"
+		}
+		res := b.load(o.pollClients, o.pollFor, func(i int) string {
+			if i%2 == 0 {
+				return base + suffix
+			}
+			return base + "/sandbox-plain"
+		})
+		after, err := b.listCalls()
+		return res, after - before, err
+	}
+	time.Sleep(11 * time.Second) // start from an expired snapshot
+	step(fmt.Sprintf("polling list and detail: %d clients for %s", o.pollClients, o.pollFor))
+	pollRes, pollLists, err := poll(false)
+	if err != nil {
+		return err
+	}
+	step("polling with refresh=true on every list call")
+	refreshRes, refreshLists, err := poll(true)
+	if err != nil {
+		return err
+	}
+
+	// 3. Cold list (a read of the cluster every time) beside kubectl.
+	step(fmt.Sprintf("cold list, %d runs", o.coldRuns))
+	var cold, kubectl []time.Duration
+	for range o.coldRuns {
+		time.Sleep(2100 * time.Millisecond) // past the refresh floor
+		start := time.Now()
+		if _, err := b.get(base + "?refresh=true"); err != nil {
+			return err
+		}
+		cold = append(cold, time.Since(start))
+	}
+	kubectlPath, err := kubectlBinary()
+	if err != nil {
+		return err
+	}
+	for range o.coldRuns {
+		start := time.Now()
+		cmd := exec.Command(kubectlPath, "--kubeconfig", kcPath, "get", "applications", "-A", "-o", "json")
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("kubectl: %w", err)
+		}
+		kubectl = append(kubectl, time.Since(start))
+	}
+
+	fmt.Printf("\n| Measurement | Result |\n|---|---|\n")
+	fmt.Printf("| Cached list, %d clients, %s: kukie-server | %s |\n", o.listClients, o.listFor, kukie)
+	fmt.Printf("| Same bytes from a minimal net/http server | %s |\n", plain)
+	fmt.Printf("| Ratio kukie / minimal (throughput) | %.2f |\n", kukie.rps()/plain.rps())
+	fmt.Printf("| Poll list+detail, %d clients, %s: cluster LIST calls | %.0f (expected ≤ %d); %s |\n",
+		o.pollClients, o.pollFor, pollLists, int(o.pollFor/(10*time.Second)), pollRes)
+	fmt.Printf("| Same with refresh=true on every list call: LIST calls | %.0f (expected ≤ %d); %s |\n",
+		refreshLists, int(o.pollFor/(2*time.Second)), refreshRes)
+	fmt.Printf("| Cold list of %d apps (refresh=true), p50 / max | %s / %s |\n", o.apps, pct(cold, 50), pct(cold, 100))
+	fmt.Printf("| kubectl get applications -A -o json, p50 / max | %s / %s |\n", pct(kubectl, 50), pct(kubectl, 100))
+	return nil
+}
+
+func step(s string) { fmt.Fprintln(os.Stderr, "kukie-bench:", s) }
+
+// addApps creates n more Applications, each with a few resources.
+func addApps(c *k8stest.Cluster, n int) error {
+	var docs strings.Builder
+	for i := range n {
+		sync, health := "Synced", "Healthy"
+		if i%7 == 0 {
+			sync = "OutOfSync"
+		}
+		if i%11 == 0 {
+			health = "Degraded"
+		}
+		fmt.Fprintf(&docs, `---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: app-%04d, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: "https://github.com/example-org/app-%04d.git", targetRevision: main, path: deploy}
+  destination: {server: "https://kubernetes.default.svc", namespace: app-%04d}
+  syncPolicy: {automated: {selfHeal: %v, prune: true}}
+status:
+  sync: {status: %s, revision: 4f2c1e0}
+  health: {status: %s}
+  resources:
+    - {group: apps, version: v1, kind: Deployment, namespace: app-%04d, name: web, status: %s, health: {status: %s}}
+    - {version: v1, kind: Service, namespace: app-%04d, name: web, status: Synced, health: {status: Healthy}}
+    - {version: v1, kind: ConfigMap, namespace: app-%04d, name: settings, status: Synced}
+`, i, i, i, i%2 == 0, sync, health, i, sync, health, i, i)
+	}
+	return c.Apply(context.Background(), []byte(docs.String()))
+}
+
+func createDatabase() (string, func(), error) {
+	admin := os.Getenv("KUKIE_TEST_DATABASE_URL")
+	if admin == "" {
+		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "kukie_bench_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		if c, err := pgx.Connect(ctx, admin); err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(ctx)
+		}
+	}
+	i := strings.LastIndex(admin, "/")
+	rest := admin[i+1:]
+	query := ""
+	if q := strings.Index(rest, "?"); q >= 0 {
+		query = rest[q:]
+	}
+	return admin[:i+1] + name + query, drop, nil
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitReady(url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if res, err := http.Get(url); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready after 60 s", url)
+}
+
+// kubectlBinary is the kubectl `make tools` built beside kube-apiserver.
+func kubectlBinary() (string, error) {
+	dir, err := k8stest.AssetsDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("no kubectl in %s: run make tools", dir)
+	}
+	return path, nil
+}
+
+type bench struct {
+	token   string
+	metrics string
+}
+
+func (b *bench) get(url string) ([]byte, error) {
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: %d %s", url, res.StatusCode, body)
+	}
+	return body, err
+}
+
+var listCallsLine = regexp.MustCompile(`(?m)^kukie_cluster_list_calls_total\{outcome="ok"\} (\S+)$`)
+
+// listCalls reads the server's count of successful cluster LIST calls.
+func (b *bench) listCalls() (float64, error) {
+	res, err := http.Get(b.metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	m := listCallsLine.FindSubmatch(body)
+	if m == nil {
+		return 0, nil
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+type result struct {
+	n, errors int64
+	elapsed   time.Duration
+	latencies []time.Duration
+}
+
+func (r result) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+func (r result) String() string {
+	return fmt.Sprintf("%.0f req/s, p50 %s, p99 %s, %d errors", r.rps(), pct(r.latencies, 50), pct(r.latencies, 99), r.errors)
+}
+
+// load runs clients goroutines for d, each sending GET url(i) for its i-th
+// request and reading the whole body.
+func (b *bench) load(clients int, d time.Duration, url func(i int) string) result {
+	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	defer transport.CloseIdleConnections()
+	var n, errs atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := 0; time.Now().Before(deadline); i++ {
+				req, _ := http.NewRequest("GET", url(i), nil)
+				req.Header.Set("Authorization", "Bearer "+b.token)
+				t0 := time.Now()
+				res, err := client.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != 200 {
+						err = fmt.Errorf("status %d", res.StatusCode)
+					}
+				}
+				mine = append(mine, time.Since(t0))
+				n.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return result{n: n.Load(), errors: errs.Load(), elapsed: time.Since(start), latencies: all}
+}
+
+// pct returns the p-th percentile (100 = max), rounded for reading.
+func pct(ds []time.Duration, p int) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s) - 1) * p / 100
+	return s[i].Round(10 * time.Microsecond).String()
+}
