@@ -28,11 +28,6 @@ func handleArgoCDSidebar(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 // applications array is the snapshot's pre-encoded JSON; the summary (which
 // joins the team's connected repo) is encoded per request.
 func handleAppList(log *slog.Logger, argo *service.ArgoCD) http.Handler {
-	type response struct {
-		Summary      service.AppSummary `json:"summary"`
-		Applications json.RawMessage    `json:"applications"`
-		FetchedAt    time.Time          `json:"fetched_at"`
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
 		refresh := r.URL.Query().Get("refresh") == "true"
@@ -48,9 +43,28 @@ func handleAppList(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		encode(w, http.StatusOK, response{Summary: list.Summary, Applications: list.Snapshot.AppsJSON,
-			FetchedAt: list.Snapshot.FetchedAt.UTC()})
+		writeAppList(w, list)
 	})
+}
+
+// writeAppList writes {summary, applications, fetched_at} with the
+// snapshot's pre-encoded applications copied as they are: encoding/json
+// would re-validate and compact the whole array (hundreds of KiB) on every
+// cache hit.
+func writeAppList(w http.ResponseWriter, list service.AppList) {
+	summary, err := json.Marshal(list.Summary)
+	if err != nil {
+		panic(err) // plain structs of strings and numbers: cannot fail
+	}
+	fetched, _ := list.Snapshot.FetchedAt.UTC().MarshalJSON()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	for _, part := range [][]byte{[]byte(`{"summary":`), summary, []byte(`,"applications":`),
+		list.Snapshot.AppsJSON, []byte(`,"fetched_at":`), fetched, []byte("}\n")} {
+		if _, err := w.Write(part); err != nil {
+			return
+		}
+	}
 }
 
 func boolString(b bool) string {

@@ -75,7 +75,7 @@ func run() error {
 	flag.IntVar(&o.apps, "apps", 500, "Applications in the cluster")
 	flag.DurationVar(&o.listFor, "list-for", 10*time.Second, "duration of each cached-list run")
 	flag.IntVar(&o.listClients, "list-clients", 64, "concurrent clients for the cached list")
-	flag.DurationVar(&o.pollFor, "poll-for", 60*time.Second, "duration of each polling run")
+	flag.DurationVar(&o.pollFor, "poll-for", 60*time.Second, "duration of each polling run (0 skips them)")
 	flag.IntVar(&o.pollClients, "poll-clients", 100, "concurrent clients polling list and detail")
 	flag.IntVar(&o.coldRuns, "cold-runs", 10, "cold list measurements")
 	flag.Parse()
@@ -177,16 +177,18 @@ func run() error {
 		after, err := b.listCalls()
 		return res, after - before, err
 	}
-	time.Sleep(11 * time.Second) // start from an expired snapshot
-	step(fmt.Sprintf("polling list and detail: %d clients for %s", o.pollClients, o.pollFor))
-	pollRes, pollLists, err := poll(false)
-	if err != nil {
-		return err
-	}
-	step("polling with refresh=true on every list call")
-	refreshRes, refreshLists, err := poll(true)
-	if err != nil {
-		return err
+	var pollRes, refreshRes result
+	var pollLists, refreshLists float64
+	if o.pollFor > 0 {
+		time.Sleep(11 * time.Second) // start from an expired snapshot
+		step(fmt.Sprintf("polling list and detail: %d clients for %s", o.pollClients, o.pollFor))
+		if pollRes, pollLists, err = poll(false); err != nil {
+			return err
+		}
+		step("polling with refresh=true on every list call")
+		if refreshRes, refreshLists, err = poll(true); err != nil {
+			return err
+		}
 	}
 
 	// 3. Cold list (a read of the cluster every time) beside kubectl.
