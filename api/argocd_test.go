@@ -317,3 +317,26 @@ func TestSharedCacheCallsCluster(t *testing.T) {
 		t.Errorf("refresh inside the 2 s floor made a LIST call (%d)", n)
 	}
 }
+
+func TestClusterList(t *testing.T) {
+	a := newArgoAPI(t)
+	var got struct{ Clusters []service.Cluster }
+	a.do("GET", "/v1/clusters", token(t, "alice", "team-a", "member"), nil, nil).decode(t, &got)
+	levels := map[string]service.AccessLevel{}
+	for _, c := range got.Clusters {
+		levels[c.ID] = c.AccessLevel
+	}
+	if len(got.Clusters) != 6 || levels["limited-cl"] != service.AccessLimited || levels["prod-eks"] != service.AccessFull {
+		t.Errorf("team-a clusters = %+v", got.Clusters)
+	}
+	for _, c := range got.Clusters {
+		if c.ID == "limited-cl" && (len(c.Namespaces) != 1 || c.Namespaces[0] != "sandbox-plain" || c.ArgoCDNamespace != "argocd") {
+			t.Errorf("limited-cl = %+v", c)
+		}
+	}
+	got.Clusters = nil
+	a.do("GET", "/v1/clusters", token(t, "eve", "team-b", "member"), nil, nil).decode(t, &got)
+	if len(got.Clusters) != 1 || got.Clusters[0].Name != "prod" {
+		t.Errorf("team-b sees %+v", got.Clusters)
+	}
+}
