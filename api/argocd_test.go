@@ -326,7 +326,7 @@ func TestClusterList(t *testing.T) {
 	for _, c := range got.Clusters {
 		levels[c.ID] = c.AccessLevel
 	}
-	if len(got.Clusters) != 6 || levels["limited-cl"] != service.AccessLimited || levels["prod-eks"] != service.AccessFull {
+	if len(got.Clusters) != 5 || levels["limited-cl"] != service.AccessLimited || levels["prod-eks"] != service.AccessFull {
 		t.Errorf("team-a clusters = %+v", got.Clusters)
 	}
 	for _, c := range got.Clusters {
