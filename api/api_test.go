@@ -26,6 +26,7 @@ import (
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/openapi"
+	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -122,11 +123,20 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache},
+		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache)},
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
 	return srv, cache
+}
+
+// detector builds ownership detection on reader when it can read objects.
+func detector(reader service.ApplicationReader, cache *service.SnapshotCache) service.OwnershipDetector {
+	objects, ok := reader.(service.ObjectReader)
+	if !ok {
+		objects = failingReader{}
+	}
+	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now}
 }
 
 // failingReader stands in where no test reads a cluster.
@@ -134,6 +144,10 @@ type failingReader struct{}
 
 func (failingReader) ListApplications(context.Context, service.Cluster) ([]service.Application, error) {
 	return nil, errors.New("no cluster reader in this test")
+}
+
+func (failingReader) ReadObject(context.Context, service.Cluster, service.ResourceRef) (service.ObjectInfo, error) {
+	return service.ObjectInfo{}, errors.New("no cluster reader in this test")
 }
 
 func newTestAPI(t *testing.T) *testAPI {

@@ -134,3 +134,36 @@ func handleAppDetail(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 		encode(w, http.StatusOK, d)
 	})
 }
+
+// handleOwnership answers whether Argo CD manages the given resources. It
+// is 200 whenever the cluster is the team's: failures are in `skipped`.
+func handleOwnership(log *slog.Logger, argo *service.ArgoCD) http.Handler {
+	type request struct {
+		Resources []service.ResourceRef `json:"resources"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := decode[request](r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), in.Resources, language(r))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusOK, o)
+	})
+}
+
+// language picks the warning language: English when Accept-Language
+// prefers it, Korean (the product's language) otherwise.
+func language(r *http.Request) string {
+	first, _, _ := strings.Cut(r.Header.Get("Accept-Language"), ",")
+	first, _, _ = strings.Cut(strings.TrimSpace(first), ";")
+	if strings.HasPrefix(strings.ToLower(first), "en") {
+		return "en"
+	}
+	return "ko"
+}

@@ -58,7 +58,9 @@ type argoAPI struct {
 	lists *listCounter
 }
 
-func newArgoAPI(t *testing.T) *argoAPI {
+// newArgoAPI builds the API; extra adds clusters of team-a whose kubeconfig
+// points at the given servers (id → https://host:port, token auth).
+func newArgoAPI(t *testing.T, extra ...[2]string) *argoAPI {
 	t.Helper()
 	k := mustSandbox(t)
 	dir := t.TempDir()
@@ -96,7 +98,7 @@ current-context: c
   - {id: forbidden-cl, team: team-a, name: forbidden, kubeconfig: %[2]s, access_level: full}
   - {id: down-cl, team: team-a, name: down, kubeconfig: %[3]s, access_level: full}
   - {id: prod-eks, team: team-b, name: prod, kubeconfig: %[1]s, access_level: full}
-`, admin, kc(k8stest.UserLimited), down)))
+%[4]s`, admin, kc(k8stest.UserLimited), down, extraClusters(t, write, extra))))
 	clusters, conn, err := kube.LoadStaticClusters(file)
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,21 @@ current-context: c
 	srv, _ := mustServeWith(t, reader, clusters...)
 	doc, router := mustSpec(t)
 	return &argoAPI{testAPI: &testAPI{t: t, srv: srv, router: router, doc: doc}, lists: lists}
+}
+
+func extraClusters(t *testing.T, write func(string, []byte) string, extra [][2]string) string {
+	var b strings.Builder
+	for _, e := range extra {
+		path := write(e[0]+".kubeconfig", fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, e[1]))
+		fmt.Fprintf(&b, "  - {id: %s, team: team-a, name: %s, kubeconfig: %s, access_level: full}\n", e[0], e[0], path)
+	}
+	return b.String()
 }
 
 type appListResponse struct {
@@ -166,7 +183,7 @@ func TestAppDetail(t *testing.T) {
 	}
 	d = appDetailResponse{}
 	a.do("GET", appsPath+"/sandbox-helm", tok, nil, nil).decode(t, &d)
-	if len(d.OutOfSyncResources) != 1 || d.OutOfSyncResources[0].Name != "worker" || len(d.Resources) != 2 {
+	if len(d.OutOfSyncResources) != 1 || d.OutOfSyncResources[0].Name != "worker" || len(d.Resources) != 3 {
 		t.Errorf("sandbox-helm resources = %+v / %+v", d.OutOfSyncResources, d.Resources)
 	}
 	d = appDetailResponse{}

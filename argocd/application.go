@@ -5,6 +5,7 @@
 package argocd
 
 import (
+	"strings"
 	"time"
 
 	"github.com/kukie/gitops-server/service"
@@ -40,6 +41,12 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 		History:       parseHistory(status),
 	}
 	a.ID = service.AppID(a.Name, a.Namespace, controlNamespace)
+	a.IgnoreDifferences = parseIgnoreDifferences(spec)
+	for _, opt := range sliceAt(mapAt(spec, "syncPolicy"), "syncOptions") {
+		if s, ok := opt.(string); ok && strings.EqualFold(strings.ReplaceAll(s, " ", ""), "RespectIgnoreDifferences=true") {
+			a.RespectIgnoreDifferences = true
+		}
+	}
 	a.AutoSync, a.SelfHeal, a.Prune = SyncPolicy(spec)
 	if a.SyncStatus == "" {
 		a.SyncStatus = "Unknown"
@@ -86,6 +93,26 @@ func parseSources(spec map[string]any) []service.AppSource {
 			RepoURL: str(m, "repoURL"), Path: str(m, "path"), Chart: str(m, "chart"),
 			TargetRevision: str(m, "targetRevision"),
 		})
+	}
+	return out
+}
+
+func parseIgnoreDifferences(spec map[string]any) []service.IgnoreRule {
+	var out []service.IgnoreRule
+	for _, r := range sliceAt(spec, "ignoreDifferences") {
+		m, ok := r.(map[string]any)
+		if !ok || str(m, "kind") == "" {
+			continue
+		}
+		rule := service.IgnoreRule{Group: str(m, "group"), Kind: str(m, "kind"), Name: str(m, "name"),
+			Namespace: str(m, "namespace")}
+		for _, p := range sliceAt(m, "jsonPointers") {
+			if s, ok := p.(string); ok {
+				rule.JSONPointers = append(rule.JSONPointers, s)
+			}
+		}
+		rule.HasUnevaluated = len(sliceAt(m, "jqPathExpressions")) > 0 || len(sliceAt(m, "managedFieldsManagers")) > 0
+		out = append(out, rule)
 	}
 	return out
 }

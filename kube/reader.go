@@ -11,10 +11,13 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/kukie/gitops-server/argocd"
 	"github.com/kukie/gitops-server/service"
@@ -58,6 +61,9 @@ type Reader struct {
 type clientSet struct {
 	dyn  dynamic.Interface
 	disc discovery.DiscoveryInterface
+	// mapper caches discovery; expander adds kubectl's short names.
+	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	expander meta.RESTMapper
 }
 
 // NewReader returns a reader connecting through connector.
@@ -104,7 +110,10 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 	if err != nil {
 		return nil, err
 	}
-	cs := &clientSet{dyn: dyn, disc: disc}
+	cached := memory.NewMemCacheClient(disc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	cs := &clientSet{dyn: dyn, disc: disc, mapper: mapper,
+		expander: restmapper.NewShortcutExpander(mapper, cached, func(string) {})}
 	r.clients.Add(key, cs)
 	return cs, nil
 }

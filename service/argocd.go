@@ -110,6 +110,44 @@ type Application struct {
 	Resources  []AppResource     `json:"-"`
 	Conditions []AppCondition    `json:"-"`
 	History    []AppHistoryEntry `json:"-"`
+
+	// IgnoreDifferences are the app's spec.ignoreDifferences rules;
+	// RespectIgnoreDifferences is set by the sync option of that name.
+	IgnoreDifferences        []IgnoreRule `json:"-"`
+	RespectIgnoreDifferences bool         `json:"-"`
+}
+
+// IgnoreRule is one spec.ignoreDifferences entry. Only JSONPointers can be
+// evaluated here; the other forms are kept to say so.
+type IgnoreRule struct {
+	Group, Kind, Name, Namespace string
+	JSONPointers                 []string
+	HasUnevaluated               bool // jqPathExpressions or managedFieldsManagers present
+}
+
+// Level says how strongly Argo CD reverts a direct change.
+type Level string
+
+// Levels, strongest first.
+const (
+	LevelSelfHeal    Level = "self_heal"    // auto-sync with selfHeal: reverted soon
+	LevelUnknown     Level = "unknown"      // managed, but the policy cannot be read
+	LevelAutoSync    Level = "auto_sync"    // reverted at the next Git change
+	LevelManual      Level = "manual"       // stays; the app shows OutOfSync
+	LevelNotReverted Level = "not_reverted" // ignored by the app's diff rules
+)
+
+var levelStrength = map[Level]int{LevelSelfHeal: 5, LevelUnknown: 4, LevelAutoSync: 3, LevelManual: 2, LevelNotReverted: 1}
+
+// Stronger reports whether l reverts more surely than m.
+func (l Level) Stronger(m Level) bool { return levelStrength[l] > levelStrength[m] }
+
+// Weaker returns the weaker of two levels.
+func Weaker(l, m Level) Level {
+	if l.Stronger(m) {
+		return m
+	}
+	return l
 }
 
 // AppID returns the detail-route id of an app in namespace ns when the

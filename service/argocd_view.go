@@ -11,6 +11,7 @@ import (
 type ArgoCD struct {
 	Clusters ClusterStore
 	Cache    *SnapshotCache
+	Detector OwnershipDetector
 	// Parallel bounds the clusters the sidebar reads at once (default 8).
 	Parallel int
 }
@@ -75,6 +76,25 @@ func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID strin
 		return Application{}, nil, ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
 	}
 	return app, snap, nil
+}
+
+// Ownership runs detection for the given targets on one of the team's
+// clusters. It answers for LIMITED clusters and dead clusters too: what
+// cannot be checked is reported as skipped, never as an error.
+func (s *ArgoCD) Ownership(ctx context.Context, p Principal, clusterID string, targets []ResourceRef, lang string) (Ownership, error) {
+	var v ValidationErrors
+	if len(targets) == 0 {
+		v.Add("resources", "must hold at least one resource")
+	}
+	validateResources(&v, targets)
+	if err := v.Err(); err != nil {
+		return Ownership{}, err
+	}
+	cl, err := s.Clusters.GetCluster(ctx, p.TeamID, clusterID)
+	if err != nil {
+		return Ownership{}, err
+	}
+	return s.Detector.Detect(ctx, cl, targets, lang), nil
 }
 
 // kukieRepo says whether any app deploys from the repo connected to Kukie.

@@ -45,6 +45,9 @@ type ResourceRef struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// ChangedFields are JSON pointers of the fields a change touches
+	// (e.g. /spec/replicas), checked against the app's ignoreDifferences.
+	ChangedFields []string `json:"changed_fields,omitempty"`
 }
 
 // Plan is an Action Plan: the approval-card record the agent creates before

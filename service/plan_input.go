@@ -24,6 +24,7 @@ const (
 	maxNameLength       = 253
 	maxGroupLength      = 253
 	maxIdempotencyKey   = 255
+	maxChangedFields    = 20
 	DefaultPlanPageSize = 50
 	MaxPlanPageSize     = 200
 )
@@ -74,17 +75,7 @@ func (in PlanInput) validate() (PlanInput, error) {
 	default:
 		v.Add("visibility", "must be private or shared")
 	}
-	if len(in.Resources) > MaxPlanResources {
-		v.Add("resources", "must hold at most %d resources", MaxPlanResources)
-	} else {
-		for i, r := range in.Resources {
-			f := fmt.Sprintf("resources[%d].", i)
-			checkText(&v, f+"group", r.Group, false, maxGroupLength)
-			checkText(&v, f+"kind", r.Kind, true, maxKindLength)
-			checkText(&v, f+"namespace", r.Namespace, false, maxNamespaceLength)
-			checkText(&v, f+"name", r.Name, true, maxNameLength)
-		}
-	}
+	validateResources(&v, in.Resources)
 	if in.Resources == nil {
 		in.Resources = []ResourceRef{}
 	}
@@ -102,6 +93,42 @@ func (in PlanInput) validate() (PlanInput, error) {
 	}
 	in.Payload = payload
 	return in, v.Err()
+}
+
+// validateResources checks a list of resource references (plans and
+// ownership checks share it).
+func validateResources(v *ValidationErrors, resources []ResourceRef) {
+	if len(resources) > MaxPlanResources {
+		v.Add("resources", "must hold at most %d resources", MaxPlanResources)
+		return
+	}
+	for i, r := range resources {
+		f := fmt.Sprintf("resources[%d].", i)
+		checkText(v, f+"group", r.Group, false, maxGroupLength)
+		checkText(v, f+"kind", r.Kind, true, maxKindLength)
+		checkText(v, f+"namespace", r.Namespace, false, maxNamespaceLength)
+		checkText(v, f+"name", r.Name, true, maxNameLength)
+		if len(r.ChangedFields) > maxChangedFields {
+			v.Add(f+"changed_fields", "must hold at most %d JSON pointers", maxChangedFields)
+		}
+		for j, p := range r.ChangedFields {
+			field := fmt.Sprintf("%schanged_fields[%d]", f, j)
+			checkText(v, field, p, true, 512)
+			if p != "" && (!strings.HasPrefix(p, "/") || badPointerEscape(p)) {
+				v.Add(field, "must be a JSON pointer such as /spec/replicas (RFC 6901)")
+			}
+		}
+	}
+}
+
+// badPointerEscape reports a "~" not followed by 0 or 1 (RFC 6901).
+func badPointerEscape(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '~' && (i+1 == len(p) || (p[i+1] != '0' && p[i+1] != '1')) {
+			return true
+		}
+	}
+	return false
 }
 
 func (fe FieldError) Error() string { return fe.Field + ": " + fe.Message }

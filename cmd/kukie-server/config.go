@@ -32,6 +32,7 @@ type config struct {
 	StaticClustersFile string
 	CacheMaxClusters   int
 	ClusterTimeout     time.Duration
+	DetectionBudget    time.Duration
 }
 
 // configError names the variable that is wrong; its text is the one line
@@ -59,6 +60,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		StaticClustersFile: strings.TrimSpace(getenv("KUKIE_STATIC_CLUSTERS_FILE")),
 		CacheMaxClusters:   1024,
 		ClusterTimeout:     5 * time.Second,
+		DetectionBudget:    10 * time.Second,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -82,7 +84,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		name string
 		dst  *time.Duration
 	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout},
-		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}} {
+		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}, {"KUKIE_DETECTION_BUDGET", &c.DetectionBudget}} {
 		if s := strings.TrimSpace(getenv(d.name)); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil || v < 0 {
@@ -100,6 +102,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	}
 	if c.ClusterTimeout == 0 {
 		return c, &configError{"KUKIE_CLUSTER_TIMEOUT", "must be above zero"}
+	}
+	if c.DetectionBudget == 0 {
+		return c, &configError{"KUKIE_DETECTION_BUDGET", "must be above zero"}
 	}
 	if !withAuth {
 		return c, nil
@@ -176,6 +181,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("static_clusters_file", c.StaticClustersFile),
 		slog.Int("cache_max_clusters", c.CacheMaxClusters),
 		slog.String("cluster_timeout", c.ClusterTimeout.String()),
+		slog.String("detection_budget", c.DetectionBudget.String()),
 	)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/migrations"
+	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
@@ -152,8 +153,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: snapshots},
-		Metrics:  api.NewMetrics(reg),
+		ArgoCD: &service.ArgoCD{Clusters: db, Cache: snapshots,
+			Detector: &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now}},
+		Metrics: api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {

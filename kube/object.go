@@ -1,0 +1,122 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+var _ service.ObjectReader = (*Reader)(nil)
+
+// Detection skip reasons beside the read failure classes.
+const (
+	ReasonKindUnknown = "kind_unknown"
+	ReasonBudget      = "budget_exceeded"
+)
+
+// ReadObject resolves ref's kind as kubectl does — ParseResourceArg, the
+// cluster's discovery RESTMapper behind the short-name expander, KindFor —
+// so deployment, deploy, Deployment, deployments, deployments.apps and
+// deploy.apps all work, and reads the object. A missing object is
+// Found: false, not an error (the change creates it).
+func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.ResourceRef) (service.ObjectInfo, error) {
+	cs, err := r.clientsFor(ctx, c)
+	if err != nil {
+		return service.ObjectInfo{}, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	mapping, err := cs.resolve(ref)
+	if err != nil {
+		return service.ObjectInfo{}, objectError(ctx, err)
+	}
+	gvk := mapping.GroupVersionKind
+	info := service.ObjectInfo{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: ref.Name,
+		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	var obj *unstructured.Unstructured
+	if info.Namespaced {
+		info.Namespace = ref.Namespace
+		if info.Namespace == "" {
+			info.Namespace = "default" // as kubectl without -n
+		}
+		obj, err = cs.dyn.Resource(mapping.Resource).Namespace(info.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	} else {
+		obj, err = cs.dyn.Resource(mapping.Resource).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return info, nil
+	case err != nil:
+		return info, objectError(ctx, err)
+	}
+	info.Found = true
+	info.Annotations, info.Labels = obj.GetAnnotations(), obj.GetLabels()
+	return info, nil
+}
+
+// resolve maps a resource reference to its REST mapping, resetting the
+// cached discovery once when nothing matches (a CRD installed since).
+func (cs *clientSet) resolve(ref service.ResourceRef) (*meta.RESTMapping, error) {
+	arg := strings.TrimSpace(ref.Kind)
+	if ref.Group != "" && !strings.Contains(arg, ".") {
+		arg += "." + ref.Group
+	}
+	var mapping *meta.RESTMapping
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		if mapping, err = cs.mapping(arg); err == nil || !meta.IsNoMatchError(err) {
+			return mapping, err
+		}
+		cs.mapper.Reset()
+	}
+	return nil, err
+}
+
+func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
+	fullySpecified, groupResource := schema.ParseResourceArg(strings.ToLower(arg))
+	var gvk schema.GroupVersionKind
+	var err error
+	if fullySpecified != nil {
+		gvk, err = cs.expander.KindFor(*fullySpecified)
+	}
+	if gvk.Empty() {
+		if gvk, err = cs.expander.KindFor(groupResource.WithVersion("")); err != nil {
+			return nil, err
+		}
+	}
+	return cs.expander.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// objectError classifies a failed resolve or GET for detection.
+func objectError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !unreachableBeforeDeadline(err):
+		return reasonError(service.EUNAVAILABLE, ReasonBudget, "The detection budget ran out.", err)
+	case meta.IsNoMatchError(err):
+		return reasonError(service.EVALIDATION, ReasonKindUnknown, "The cluster serves no such kind: "+short(err), err)
+	case unreachable(err):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(err), err)
+	case apierrors.IsForbidden(err):
+		return reasonError(service.EFORBIDDEN, ReasonForbidden, "Kukie's role may not read this object.", err)
+	}
+	return service.WrapError(service.EINTERNAL, "Reading the object failed.", err)
+}
+
+// unreachableBeforeDeadline is true for errors that show the cluster was
+// unreachable for reasons other than our deadline (refused, DNS, TLS).
+func unreachableBeforeDeadline(err error) bool {
+	return unreachable(err) && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err)
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

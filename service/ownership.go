@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"time"
+)
+
+// ObjectInfo is what ownership detection needs of one Kubernetes object:
+// its resolved type, whether it exists, and its metadata.
+type ObjectInfo struct {
+	Group, Version, Kind string
+	Namespace, Name      string
+	Namespaced, Found    bool
+	Annotations, Labels  map[string]string
+}
+
+// ObjectReader resolves a resource's kind as kubectl does and reads the
+// object. Failures carry a Reason: kind_unknown, cluster_unreachable,
+// argocd_forbidden (the object may not be read), budget_exceeded.
+type ObjectReader interface {
+	ReadObject(ctx context.Context, c Cluster, ref ResourceRef) (ObjectInfo, error)
+}
+
+// OwnershipApp is an Application that manages a target, as the warning shows it.
+type OwnershipApp struct {
+	Name           string   `json:"name"`
+	Namespace      string   `json:"namespace"`
+	RepoURL        string   `json:"repo_url"`
+	Path           string   `json:"path"`
+	Paths          []string `json:"paths"`
+	TargetRevision string   `json:"target_revision"`
+	AutoSync       bool     `json:"auto_sync"`
+	SelfHeal       bool     `json:"self_heal"`
+	Prune          bool     `json:"prune"`
+}
+
+// OwnershipResource is a managed target with the app managing it.
+type OwnershipResource struct {
+	Group       string `json:"group"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Application string `json:"application"`
+	Tracking    string `json:"tracking"` // annotation or label
+	Level       Level  `json:"level"`
+	Reason      string `json:"reason"`
+}
+
+// ArgoCDWarning is the plan's `argocd` field: what the approval card shows
+// when a change touches resources Argo CD manages.
+type ArgoCDWarning struct {
+	Summary      string              `json:"summary"`
+	Level        Level               `json:"level"`
+	Warning      string              `json:"warning"`
+	CheckedAt    time.Time           `json:"checked_at"`
+	Applications []OwnershipApp      `json:"applications"`
+	Resources    []OwnershipResource `json:"resources"`
+}
+
+// Skip says why detection could not finish; it never blocks a change.
+type Skip struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// ResolvedTarget is one checked target as resolved in the cluster, with the
+// app that manages it (empty when none); plans store it for history joins.
+type ResolvedTarget struct {
+	Group, Kind, Namespace, Name string
+	AppNamespace, AppName        string
+}
+
+// Ownership is the answer of a detection.
+type Ownership struct {
+	ArgoCD     *ArgoCDWarning   `json:"argocd"`
+	Checked    int              `json:"checked"`
+	Truncated  bool             `json:"truncated"`
+	Skipped    *Skip            `json:"skipped"`
+	DurationMS int64            `json:"duration_ms"`
+	Notes      []string         `json:"notes"`
+	Resolved   []ResolvedTarget `json:"-"` // one per checked target, in order
+}
+
+// OwnershipDetector decides, per resource and just before a change,
+// whether Argo CD manages it and how strongly it reverts. It never fails:
+// problems become Skipped.
+type OwnershipDetector interface {
+	Detect(ctx context.Context, c Cluster, targets []ResourceRef, lang string) Ownership
+}
+
+// MaxOwnershipTargets is how many targets detection checks.
+const MaxOwnershipTargets = 5
