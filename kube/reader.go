@@ -91,7 +91,7 @@ func NewReader(connector service.ClusterConnector, opts ReaderOptions) (*Reader,
 }
 
 func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet, error) {
-	key := c.TeamID + "/" + c.ID
+	key := c.TeamID + "\x00" + c.ID
 	if cs, ok := r.clients.Get(key); ok {
 		return cs, nil
 	}
@@ -119,7 +119,7 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 }
 
 // Forget drops a cluster's cached clients (after its connection changed).
-func (r *Reader) Forget(c service.Cluster) { r.clients.Remove(c.TeamID + "/" + c.ID) }
+func (r *Reader) Forget(c service.Cluster) { r.clients.Remove(c.TeamID + "\x00" + c.ID) }
 
 // ListApplications reads every Application of the cluster with one LIST
 // across namespaces, or — when that is forbidden — of the Argo CD
@@ -181,10 +181,10 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
 				"Kukie's role may not read Argo CD Applications in this cluster.", err)
 		case derr == nil || apierrors.IsNotFound(derr):
 			return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
-		case unreachable(derr):
-			return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(derr), derr)
 		}
-		return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", errors.Join(err, derr))
+		// Discovery failed for another reason (unreachable, throttled, 5xx):
+		// the cluster cannot be read properly now.
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster's discovery failed: "+short(derr), derr)
 	case apierrors.IsNotFound(err):
 		return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
 	}
@@ -206,7 +206,7 @@ func unreachable(err error) bool {
 	var certErr x509.CertificateInvalidError
 	switch {
 	case apierrors.IsUnauthorized(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
-		apierrors.IsServiceUnavailable(err):
+		apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err):
 		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &urlErr), errors.As(err, &netErr),
 		errors.As(err, &unknownAuthority), errors.As(err, &hostErr), errors.As(err, &certErr):

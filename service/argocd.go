@@ -281,8 +281,9 @@ func Summarize(apps []Application) AppSummary {
 			s.OperationFailed++
 		}
 		for _, src := range a.Sources {
-			if src.RepoURL != "" && !repos[src.RepoURL] {
-				repos[src.RepoURL] = true
+			// One repo written several ways (git@, https://, ssh://) is listed once.
+			if key := NormalizeRepoURL(src.RepoURL); key != "" && !repos[key] {
+				repos[key] = true
 				s.SourceRepos = append(s.SourceRepos, src.RepoURL)
 			}
 		}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // ArgoCD is the Argo CD use case: the sidebar, the app list and the app
@@ -12,8 +13,11 @@ type ArgoCD struct {
 	Clusters ClusterStore
 	Cache    *SnapshotCache
 	Detector OwnershipDetector
-	// Parallel bounds the clusters the sidebar reads at once (default 8).
-	Parallel int
+	// Parallel bounds the clusters the sidebar reads at once (default 8);
+	// SidebarBudget bounds the whole sidebar (default 12 s): clusters not
+	// read by then are listed as unavailable, not a failed response.
+	Parallel      int
+	SidebarBudget time.Duration
 }
 
 // AppList is a cluster's app list with its summary.
@@ -153,6 +157,12 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 		ok     *SidebarCluster
 		failed *SidebarRef
 	}
+	budget := s.SidebarBudget
+	if budget <= 0 {
+		budget = 12 * time.Second
+	}
+	readCtx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	results := make([]result, len(clusters))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -161,12 +171,20 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 			continue
 		}
 		wg.Go(func() {
-			sem <- struct{}{}
+			unread := &SidebarRef{ID: cl.ID, Name: cl.Name, Reason: "cluster_unreachable"}
+			select {
+			case sem <- struct{}{}:
+			case <-readCtx.Done():
+				results[i].failed = unread // not read within the budget
+				return
+			}
 			defer func() { <-sem }()
-			snap := s.Cache.Get(ctx, cl, false)
+			snap := s.Cache.Get(readCtx, cl, false)
 			if snap.Err != nil {
 				reason := ErrorReason(snap.Err)
-				if reason == "" {
+				if reason == "" && readCtx.Err() != nil {
+					reason = "cluster_unreachable"
+				} else if reason == "" {
 					reason = "internal"
 				}
 				results[i].failed = &SidebarRef{ID: cl.ID, Name: cl.Name, Reason: reason}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -85,6 +86,11 @@ func (s *Clusters) List(ctx context.Context, p Principal) ([]Cluster, error) {
 func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, repoURL string) (Cluster, error) {
 	var v ValidationErrors
 	checkText(&v, "repo_url", repoURL, false, 2048)
+	if u, err := url.Parse(repoURL); err == nil && u.User != nil {
+		if _, hasPassword := u.User.Password(); hasPassword {
+			v.Add("repo_url", "must not carry credentials (they would be shown to the whole team)")
+		}
+	}
 	if repoURL != "" && !LooksLikeRepoURL(repoURL) {
 		v.Add("repo_url", "must be a Git repository URL such as https://github.com/org/repo or git@github.com:org/repo.git")
 	}

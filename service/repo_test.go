@@ -10,7 +10,7 @@ func TestNormalizeRepoURL(t *testing.T) {
 		"https://github.com/org/repo/",
 		"ssh://git@github.com/org/repo",
 		"ssh://git@github.com:22/org/repo.git",
-		"https://user:token@github.com/Org/Repo",
+		"https://user@github.com/Org/Repo",
 		"HTTPS://GITHUB.COM:443/org/repo",
 		"git://github.com/org/repo.git",
 	}

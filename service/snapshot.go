@@ -120,6 +120,9 @@ func (c *SnapshotCache) Get(ctx context.Context, cl Cluster, refresh bool) *Snap
 			return s
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return &Snapshot{FetchedAt: c.now(), Err: err} // nobody waits: start no read
+	}
 	if refresh {
 		c.event("refresh")
 	} else {

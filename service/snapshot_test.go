@@ -158,3 +158,69 @@ func TestCacheKeysByTeamAndBound(t *testing.T) {
 		t.Errorf("%d reads, want 4 (the bound of 2 evicted the oldest)", r.reads.Load())
 	}
 }
+
+// peakReader tracks the most reads running at once.
+type peakReader struct {
+	mu        sync.Mutex
+	now, peak int
+	delay     time.Duration
+}
+
+func (r *peakReader) ListApplications(ctx context.Context, c Cluster) ([]Application, error) {
+	r.mu.Lock()
+	r.now++
+	r.peak = max(r.peak, r.now)
+	r.mu.Unlock()
+	time.Sleep(r.delay)
+	r.mu.Lock()
+	r.now--
+	r.mu.Unlock()
+	return nil, nil
+}
+
+type fixedClusters []Cluster
+
+func (f fixedClusters) ListClusters(context.Context, string) ([]Cluster, error) { return f, nil }
+func (f fixedClusters) GetCluster(context.Context, string, string) (Cluster, error) {
+	return Cluster{}, ErrClusterNotFound()
+}
+func (f fixedClusters) UpsertCluster(context.Context, Cluster, time.Time) (Cluster, error) {
+	return Cluster{}, nil
+}
+func (f fixedClusters) SetGitOpsRepo(context.Context, string, string, string, time.Time) (Cluster, error) {
+	return Cluster{}, nil
+}
+
+// TestSidebarBoundsReads: the sidebar reads at most Parallel clusters at
+// once, and clusters it cannot read within its budget are listed as
+// unavailable instead of failing the answer.
+func TestSidebarBoundsReads(t *testing.T) {
+	r := &peakReader{delay: 50 * time.Millisecond}
+	cache, err := NewSnapshotCache(r, 128, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusters fixedClusters
+	for i := range 40 {
+		clusters = append(clusters, Cluster{TeamID: "t", ID: string(rune('a' + i)), AccessLevel: AccessFull})
+	}
+	s := &ArgoCD{Clusters: clusters, Cache: cache, Parallel: 4, SidebarBudget: 220 * time.Millisecond}
+	sb, err := s.Sidebar(context.Background(), Principal{TeamID: "t"})
+	if err != nil {
+		t.Fatalf("sidebar failed instead of listing slow clusters: %v", err)
+	}
+	r.mu.Lock()
+	peak := r.peak
+	r.mu.Unlock()
+	if peak > 4 {
+		t.Errorf("%d reads at once, want at most 4", peak)
+	}
+	if len(sb.Clusters)+len(sb.Unavailable) != 40 || len(sb.Unavailable) == 0 {
+		t.Errorf("%d read, %d unavailable of 40", len(sb.Clusters), len(sb.Unavailable))
+	}
+	for _, u := range sb.Unavailable {
+		if u.Reason != "cluster_unreachable" {
+			t.Errorf("unread cluster %s: reason %q", u.ID, u.Reason)
+		}
+	}
+}

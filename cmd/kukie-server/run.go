@@ -146,6 +146,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	// A read is up to two LISTs and a discovery call, each within the cluster timeout.
+	snapshots.ReadTimeout = 3*cfg.ClusterTimeout + time.Second
 
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
