@@ -83,11 +83,12 @@ func (cs *clientSet) resolve(ref service.ResourceRef) (*meta.RESTMapping, error)
 func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
 	fullySpecified, groupResource := schema.ParseResourceArg(strings.ToLower(arg))
 	var gvk schema.GroupVersionKind
-	var err error
 	if fullySpecified != nil {
-		gvk, err = cs.expander.KindFor(*fullySpecified)
+		// A failure here falls back to the group/resource form, as kubectl does.
+		gvk, _ = cs.expander.KindFor(*fullySpecified)
 	}
 	if gvk.Empty() {
+		var err error
 		if gvk, err = cs.expander.KindFor(groupResource.WithVersion("")); err != nil {
 			return nil, err
 		}
