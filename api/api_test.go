@@ -120,10 +120,11 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
-		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
+		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache),
+			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache)},
+		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -89,12 +91,20 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
+// detailResource is a status.resources row with the level a direct change
+// to it would meet (the same level code as ownership detection).
+type detailResource struct {
+	service.AppResource
+	Level  service.Level `json:"level"`
+	Reason string        `json:"reason"`
+}
+
 // appDetail is one app with everything the detail screen shows.
 type appDetail struct {
 	service.Application
 	HealthMessage      string                    `json:"health_message"`
-	OutOfSyncResources []service.AppResource     `json:"out_of_sync_resources"`
-	Resources          []service.AppResource     `json:"resources"`
+	OutOfSyncResources []detailResource          `json:"out_of_sync_resources"`
+	Resources          []detailResource          `json:"resources"`
 	Conditions         conditions                `json:"conditions"`
 	History            []service.AppHistoryEntry `json:"history"`
 	FetchedAt          time.Time                 `json:"fetched_at"`
@@ -116,12 +126,15 @@ func handleAppDetail(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		d := appDetail{Application: app, HealthMessage: app.HealthMessage, Resources: app.Resources,
-			OutOfSyncResources: []service.AppResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
+		d := appDetail{Application: app, HealthMessage: app.HealthMessage, Resources: []detailResource{},
+			OutOfSyncResources: []detailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
 			Conditions: conditions{Errors: []service.AppCondition{}, Warnings: []service.AppCondition{}}}
+		level, reason := ownership.AppLevel(app)
 		for _, res := range app.Resources {
+			row := detailResource{AppResource: res, Level: level, Reason: reason}
+			d.Resources = append(d.Resources, row)
 			if res.Status == "OutOfSync" {
-				d.OutOfSyncResources = append(d.OutOfSyncResources, res)
+				d.OutOfSyncResources = append(d.OutOfSyncResources, row)
 			}
 		}
 		for _, c := range app.Conditions {
@@ -166,4 +179,30 @@ func language(r *http.Request) string {
 		return "en"
 	}
 	return "ko"
+}
+
+// handleKukieHistory lists the Action Plans that touched an app, visible to
+// the caller (private plans only to their creator).
+func handleKukieHistory(log *slog.Logger, argo *service.ArgoCD) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := 0
+		if s := r.URL.Query().Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n == 0 {
+				writeError(w, r, log, &service.Error{Code: service.EINVALID, Message: "limit must be a positive integer.",
+					Fields: []service.FieldError{{Field: "limit", Message: "must be an integer from 1 to 200"}}})
+				return
+			}
+			limit = n
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		h, err := argo.History(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"), limit,
+			r.URL.Query().Get("cursor"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "private, no-store")
+		encode(w, http.StatusOK, h)
+	})
 }

@@ -43,6 +43,7 @@ func routes(d Deps) []route {
 		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}", handler: handleAppDetail(d.Logger, d.ArgoCD)},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/kukie-history", handler: handleKukieHistory(d.Logger, d.ArgoCD)},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/ownership", handler: handleOwnership(d.Logger, d.ArgoCD)},
 
 		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},

@@ -218,11 +218,18 @@ func lists(a service.Application, i service.ObjectInfo) bool {
 	return false
 }
 
+// AppLevel is the level of a resource an app manages, from its sync policy
+// alone, with the reason in words. The app detail's resource rows use it,
+// so the screen and the approval card never disagree.
+func AppLevel(a service.Application) (service.Level, string) {
+	return argocd.PolicyLevel(a), "app " + a.Name + ": " + policyWords(a)
+}
+
 // level is the object's revert level from its app's policy and
 // ignoreDifferences, with the reason in words.
 func level(a service.Application, i service.ObjectInfo, changed []string, how string) (service.Level, string) {
-	policy := argocd.PolicyLevel(a)
-	reason := fmt.Sprintf("%s; app %s: %s", how, a.Name, policyWords(a))
+	policy, words := AppLevel(a)
+	reason := how + "; " + words
 	switch argocd.Ignores(a, i.Group, i.Kind, i.Namespace, i.Name, changed) {
 	case argocd.IgnoredAndRespected:
 		return service.LevelNotReverted, reason + "; every changed field is in ignoreDifferences and " +

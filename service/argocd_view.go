@@ -13,6 +13,7 @@ type ArgoCD struct {
 	Clusters ClusterStore
 	Cache    *SnapshotCache
 	Detector OwnershipDetector
+	Plans    PlanStore // for the apps' Kukie history
 	// Parallel bounds the clusters the sidebar reads at once (default 8);
 	// SidebarBudget bounds the whole sidebar (default 12 s): clusters not
 	// read by then are listed as unavailable, not a failed response.

@@ -73,9 +73,20 @@ type Plan struct {
 	CompletedAt     *time.Time      `json:"completed_at"`
 	Output          *string         `json:"output"`
 	OutputTruncated bool            `json:"output_truncated"`
+	// ArgoCDOverride records that a person approved a direct change to
+	// Argo CD-managed resources ("ArgoCD 관리 리소스 직접 변경").
+	ArgoCDOverride *ArgoCDOverride `json:"argocd_override"`
 
 	// TeamID is the owning team; never serialised (the caller knows its team).
 	TeamID string `json:"-"`
+}
+
+// ArgoCDOverride is who approved a change Argo CD will revert, when, and
+// at which level.
+type ArgoCDOverride struct {
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
+	Level Level     `json:"level"`
 }
 
 // PlanFilter selects plans for a list; empty fields do not filter.
@@ -98,7 +109,10 @@ type PlanCursor struct {
 
 // NewPlan is a validated plan to insert, with the idempotency data of its request.
 type NewPlan struct {
-	Plan           Plan
+	Plan Plan
+	// Resolved holds, per resource (same order), what detection resolved;
+	// resources beyond it are stored as given.
+	Resolved       []ResolvedTarget
 	IdempotencyKey string // "" when the request had none
 	Fingerprint    string // hash of the normalised request, to detect key reuse
 }
@@ -116,4 +130,17 @@ type PlanStore interface {
 	// UpdatePlan locks the plan, lets update change it and stores the result
 	// in one transaction. An error from update aborts without writing.
 	UpdatePlan(ctx context.Context, viewer Principal, id string, update func(*Plan) error) (Plan, error)
+	// AppHistory returns plans on the cluster, visible to viewer, that
+	// touched the app: a resource whose detected app is it, or whose
+	// resolved identity is one of the app's resources. Newest first.
+	AppHistory(ctx context.Context, viewer Principal, q AppHistoryQuery) (plans []Plan, more bool, err error)
+}
+
+// AppHistoryQuery selects the plans of one app.
+type AppHistoryQuery struct {
+	ClusterID             string
+	AppNamespace, AppName string
+	Resources             []ResolvedTarget // the app's status.resources (Kind lower-cased)
+	Limit                 int
+	After                 *PlanCursor
 }

@@ -16,8 +16,15 @@ import (
 type Plans struct {
 	Store    PlanStore
 	Clusters ClusterStore // a plan's cluster must be one of the team's
-	Now      func() time.Time
+	// Detector runs ownership detection for plans of mutating tools, at
+	// creation and again at approval; nil disables it.
+	Detector      OwnershipDetector
+	MutatingTools map[string]bool
+	Now           func() time.Time
 }
+
+// DefaultMutatingTools are the agent tools that change a cluster.
+var DefaultMutatingTools = []string{"apply_manifest", "patch_resource", "scale_resource", "delete_resource", "restart_rollout"}
 
 func (s *Plans) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
@@ -32,14 +39,23 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	if err != nil {
 		return Plan{}, false, err
 	}
-	if _, err := s.Clusters.GetCluster(ctx, p.TeamID, in.ClusterID); err != nil {
+	cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, in.ClusterID)
+	if err != nil {
 		return Plan{}, false, err
 	}
 	canonical, err := json.Marshal(in)
 	if err != nil {
 		return Plan{}, false, WrapError(EINTERNAL, "encode plan", err)
 	}
-	sum := sha256.Sum256(canonical)
+	sum := sha256.Sum256(canonical) // of the client's request, before the server adds to it
+	var resolved []ResolvedTarget
+	if s.detects(in.Tool) && len(in.Resources) > 0 {
+		own := s.Detector.Detect(ctx, cluster, in.Resources, "ko")
+		resolved = own.Resolved
+		if in.Payload, err = withArgoCD(in.Payload, own.ArgoCD); err != nil {
+			return Plan{}, false, err
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Plan{}, false, WrapError(EINTERNAL, "generate plan id", err)
@@ -60,7 +76,8 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}
-	return s.Store.CreatePlan(ctx, NewPlan{Plan: plan, IdempotencyKey: idempotencyKey, Fingerprint: hex.EncodeToString(sum[:])}, now)
+	return s.Store.CreatePlan(ctx, NewPlan{Plan: plan, Resolved: resolved, IdempotencyKey: idempotencyKey,
+		Fingerprint: hex.EncodeToString(sum[:])}, now)
 }
 
 // Get returns one plan visible to the caller.
@@ -152,6 +169,24 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 	if !validPlanID(id) {
 		return Plan{}, planNotFound()
 	}
+	// Approval checks ownership again — the cluster may have changed since
+	// the plan was made — without ever blocking the approval.
+	var fresh *ArgoCDWarning
+	redetect := false
+	if to == PlanApproved {
+		current, err := s.Store.GetPlan(ctx, p, id)
+		if err != nil {
+			return Plan{}, err
+		}
+		if current.Status == PlanPending && s.detects(current.Tool) && len(current.Resources) > 0 {
+			if cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, current.ClusterID); err == nil {
+				own := s.Detector.Detect(ctx, cluster, current.Resources, "ko")
+				// A detection that found nothing because it could not check
+				// does not erase the warning the plan was made with.
+				fresh, redetect = own.ArgoCD, own.ArgoCD != nil || own.Skipped == nil
+			}
+		}
+	}
 	now := s.now()
 	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
 		if plan.Status != PlanPending {
@@ -162,11 +197,45 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		user := p.UserID
 		if to == PlanApproved {
 			plan.ApprovedBy, plan.ApprovedAt = &user, &now
+			if redetect {
+				payload, err := withArgoCD(plan.Payload, fresh)
+				if err != nil {
+					return err
+				}
+				plan.Payload = payload
+			}
+			if w := ArgoCDFromPayload(plan.Payload); w != nil && w.Level != "" {
+				plan.ArgoCDOverride = &ArgoCDOverride{By: user, At: now, Level: w.Level}
+			}
 		} else {
 			plan.RejectedBy, plan.RejectedAt = &user, &now
 		}
 		return nil
 	})
+}
+
+func (s *Plans) detects(tool string) bool { return s.Detector != nil && s.MutatingTools[tool] }
+
+// withArgoCD sets payload.argocd to the server's detection result (removing
+// it when nothing is managed): the client's own value never stands.
+func withArgoCD(payload json.RawMessage, w *ArgoCDWarning) (json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(payload, &fields); err != nil {
+		return nil, WrapError(EINTERNAL, "decode payload", err)
+	}
+	delete(fields, "argocd")
+	if w != nil {
+		b, err := json.Marshal(w)
+		if err != nil {
+			return nil, WrapError(EINTERNAL, "encode argocd", err)
+		}
+		fields["argocd"] = b
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, WrapError(EINTERNAL, "encode payload", err)
+	}
+	return out, nil
 }
 
 // RecordResult stores the outcome of an approved plan. Only the agent acting

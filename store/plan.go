@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // planColumns is the column list every plan query selects, in scanPlan's order.
 const planColumns = `p.id::text, p.team_id, p.cluster_id, p.conversation_id, p.visibility, p.tool, p.command,
 	p.payload, p.status, p.created_by, p.created_at, p.updated_at, p.approved_by, p.approved_at,
-	p.rejected_by, p.rejected_at, p.completed_by, p.completed_at, p.output, p.output_truncated`
+	p.rejected_by, p.rejected_at, p.completed_by, p.completed_at, p.output, p.output_truncated, p.argocd_override`
 
 // visibleTo is the WHERE clause that scopes plans to the viewer: same team,
 // and shared or created by the viewer. $1 is the team, $2 the user.
@@ -26,7 +27,7 @@ func scanPlan(row pgx.CollectableRow) (service.Plan, error) {
 	var payload []byte
 	err := row.Scan(&p.ID, &p.TeamID, &p.ClusterID, &p.ConversationID, &p.Visibility, &p.Tool, &p.Command,
 		&payload, &p.Status, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.ApprovedBy, &p.ApprovedAt,
-		&p.RejectedBy, &p.RejectedAt, &p.CompletedBy, &p.CompletedAt, &p.Output, &p.OutputTruncated)
+		&p.RejectedBy, &p.RejectedAt, &p.CompletedBy, &p.CompletedAt, &p.Output, &p.OutputTruncated, &p.ArgoCDOverride)
 	p.Payload = payload
 	return p, err
 }
@@ -59,7 +60,7 @@ func (db *DB) CreatePlan(ctx context.Context, np service.NewPlan, now time.Time)
 			out, err = replay(ctx, tx, np)
 			return err
 		}
-		if err := insertResources(ctx, tx, p); err != nil {
+		if err := insertResources(ctx, tx, np); err != nil {
 			return err
 		}
 		out = p
@@ -86,16 +87,33 @@ func replay(ctx context.Context, tx pgx.Tx, np service.NewPlan) (service.Plan, e
 	return getPlan(ctx, tx, viewer, id, false)
 }
 
-func insertResources(ctx context.Context, tx pgx.Tx, p service.Plan) error {
+func insertResources(ctx context.Context, tx pgx.Tx, np service.NewPlan) error {
+	p := np.Plan
 	if len(p.Resources) == 0 {
 		return nil
 	}
 	rows := make([][]any, len(p.Resources))
 	for i, r := range p.Resources {
-		rows[i] = []any{p.TeamID, p.ID, int16(i), p.ClusterID, r.Group, r.Kind, strings.ToLower(r.Kind), r.Namespace, r.Name}
+		// What the cluster resolved (detection), else the resource as given.
+		match := service.ResolvedTarget{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace}
+		var appNS, appName *string
+		if i < len(np.Resolved) {
+			res := np.Resolved[i]
+			match = res
+			if res.AppName != "" {
+				appNS, appName = &res.AppNamespace, &res.AppName
+			}
+		}
+		changed := r.ChangedFields
+		if changed == nil {
+			changed = []string{}
+		}
+		rows[i] = []any{p.TeamID, p.ID, int16(i), p.ClusterID, r.Group, r.Kind, strings.ToLower(r.Kind), r.Namespace, r.Name,
+			changed, match.Group, strings.ToLower(match.Kind), match.Namespace, appNS, appName}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"plan_resources"},
-		[]string{"team_id", "plan_id", "position", "cluster_id", "api_group", "kind", "kind_lower", "namespace", "name"},
+		[]string{"team_id", "plan_id", "position", "cluster_id", "api_group", "kind", "kind_lower", "namespace", "name",
+			"changed_fields", "match_group", "match_kind", "match_namespace", "app_namespace", "app_name"},
 		pgx.CopyFromRows(rows))
 	return err
 }
@@ -144,13 +162,18 @@ func loadResources(ctx context.Context, q querier, teamID string, plans []servic
 		index[plans[i].ID] = i
 		plans[i].Resources = []service.ResourceRef{}
 	}
-	rows, _ := q.Query(ctx, `SELECT plan_id::text, api_group, kind, namespace, name FROM plan_resources
+	rows, _ := q.Query(ctx, `SELECT plan_id::text, api_group, kind, namespace, name, changed_fields FROM plan_resources
 		WHERE team_id = $1 AND plan_id = ANY($2::uuid[]) ORDER BY plan_id, position`, teamID, ids)
 	var planID string
 	var r service.ResourceRef
-	_, err := pgx.ForEachRow(rows, []any{&planID, &r.Group, &r.Kind, &r.Namespace, &r.Name}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&planID, &r.Group, &r.Kind, &r.Namespace, &r.Name, &r.ChangedFields}, func() error {
 		i := index[planID]
-		plans[i].Resources = append(plans[i].Resources, r)
+		row := r
+		row.ChangedFields = nil
+		if len(r.ChangedFields) > 0 {
+			row.ChangedFields = slices.Clone(r.ChangedFields)
+		}
+		plans[i].Resources = append(plans[i].Resources, row)
 		return nil
 	})
 	return err
@@ -220,10 +243,48 @@ func (db *DB) UpdatePlan(ctx context.Context, viewer service.Principal, id strin
 		}
 		_, err = tx.Exec(ctx, `UPDATE plans SET status = $3, updated_at = $4, approved_by = $5, approved_at = $6,
 			rejected_by = $7, rejected_at = $8, completed_by = $9, completed_at = $10, output = $11,
-			output_truncated = $12 WHERE team_id = $1 AND id = $2`,
+			output_truncated = $12, payload = $13, argocd_override = $14 WHERE team_id = $1 AND id = $2`,
 			p.TeamID, p.ID, p.Status, p.UpdatedAt, p.ApprovedBy, p.ApprovedAt, p.RejectedBy, p.RejectedAt,
-			p.CompletedBy, p.CompletedAt, p.Output, p.OutputTruncated)
+			p.CompletedBy, p.CompletedAt, p.Output, p.OutputTruncated, []byte(p.Payload), p.ArgoCDOverride)
 		return err
 	})
 	return p, mapError(err)
+}
+
+// AppHistory returns the plans of one app, newest first: the join runs in
+// SQL on indexed columns, so a cluster's plans are never loaded to filter.
+func (db *DB) AppHistory(ctx context.Context, viewer service.Principal, q service.AppHistoryQuery) ([]service.Plan, bool, error) {
+	groups := make([]string, len(q.Resources))
+	kinds := make([]string, len(q.Resources))
+	namespaces := make([]string, len(q.Resources))
+	names := make([]string, len(q.Resources))
+	for i, r := range q.Resources {
+		groups[i], kinds[i], namespaces[i], names[i] = r.Group, strings.ToLower(r.Kind), r.Namespace, r.Name
+	}
+	args := []any{viewer.TeamID, viewer.UserID, q.ClusterID, q.AppNamespace, q.AppName, groups, kinds, namespaces, names}
+	after := ""
+	if q.After != nil {
+		args = append(args, q.After.CreatedAt, q.After.ID)
+		after = " AND (p.created_at, p.id) < ($10, $11::uuid)"
+	}
+	args = append(args, q.Limit+1)
+	sql := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo + ` AND p.cluster_id = $3` + after + `
+		AND EXISTS (SELECT 1 FROM plan_resources r WHERE r.team_id = p.team_id AND r.plan_id = p.id AND r.cluster_id = $3
+			AND ((r.app_name = $5 AND r.app_namespace = $4)
+			  OR (r.name, r.match_kind, r.match_namespace, r.match_group) IN
+			     (SELECT * FROM unnest($9::text[], $7::text[], $8::text[], $6::text[]))))
+		ORDER BY p.created_at DESC, p.id DESC LIMIT $` + fmt.Sprint(len(args))
+	rows, _ := db.pool.Query(ctx, sql, args...)
+	plans, err := pgx.CollectRows(rows, scanPlan)
+	if err != nil {
+		return nil, false, mapError(err)
+	}
+	more := len(plans) > q.Limit
+	if more {
+		plans = plans[:q.Limit]
+	}
+	if err := loadResources(ctx, db.pool, viewer.TeamID, plans); err != nil {
+		return nil, false, mapError(err)
+	}
+	return plans, more, nil
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/service"
 )
 
 // config is the server's whole configuration, read from KUKIE_* variables.
@@ -33,6 +36,7 @@ type config struct {
 	CacheMaxClusters   int
 	ClusterTimeout     time.Duration
 	DetectionBudget    time.Duration
+	MutatingTools      map[string]bool
 }
 
 // configError names the variable that is wrong; its text is the one line
@@ -105,6 +109,16 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	}
 	if c.DetectionBudget == 0 {
 		return c, &configError{"KUKIE_DETECTION_BUDGET", "must be above zero"}
+	}
+	tools := service.DefaultMutatingTools
+	if s := strings.TrimSpace(getenv("KUKIE_MUTATING_TOOLS")); s != "" {
+		tools = strings.Split(s, ",")
+	}
+	c.MutatingTools = map[string]bool{}
+	for _, t := range tools {
+		if t = strings.TrimSpace(t); t != "" {
+			c.MutatingTools[t] = true
+		}
 	}
 	if !withAuth {
 		return c, nil
@@ -182,6 +196,7 @@ func (c config) LogValue() slog.Value {
 		slog.Int("cache_max_clusters", c.CacheMaxClusters),
 		slog.String("cluster_timeout", c.ClusterTimeout.String()),
 		slog.String("detection_budget", c.DetectionBudget.String()),
+		slog.Any("mutating_tools", slices.Sorted(maps.Keys(c.MutatingTools))),
 	)
 }
 

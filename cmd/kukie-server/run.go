@@ -149,15 +149,16 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// A read is up to two LISTs and a discovery call, each within the cluster timeout.
 	snapshots.ReadTimeout = 3*cfg.ClusterTimeout + time.Second
 
+	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
-		Plans:    &service.Plans{Store: db, Clusters: db, Now: time.Now},
+		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector,
+			MutatingTools: cfg.MutatingTools},
 		Teams:    &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD: &service.ArgoCD{Clusters: db, Cache: snapshots,
-			Detector: &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now}},
-		Metrics: api.NewMetrics(reg),
+		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
+		Metrics:  api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {

@@ -1,0 +1,64 @@
+package service
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ArgoCDFromPayload reads a plan payload's `argocd` field whatever its
+// shape: the payload is free-form JSON and clients have stored odd values.
+// Non-array lists, rows that are not objects or have no name, and fields of
+// the wrong type are dropped; the rest is kept. It returns nil when there
+// is no usable field.
+func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
+	var doc map[string]any
+	if json.Unmarshal(payload, &doc) != nil {
+		return nil
+	}
+	m, ok := doc["argocd"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+	boolean := func(m map[string]any, k string) bool { v, _ := m[k].(bool); return v }
+	w := &ArgoCDWarning{Summary: str(m, "summary"), Warning: str(m, "warning"),
+		Applications: []OwnershipApp{}, Resources: []OwnershipResource{}}
+	if l := Level(str(m, "level")); levelStrength[l] > 0 {
+		w.Level = l
+	}
+	if t, err := time.Parse(time.RFC3339Nano, str(m, "checked_at")); err == nil {
+		w.CheckedAt = t
+	}
+	apps, _ := m["applications"].([]any)
+	for _, a := range apps {
+		row, ok := a.(map[string]any)
+		if !ok || str(row, "name") == "" {
+			continue
+		}
+		app := OwnershipApp{Name: str(row, "name"), Namespace: str(row, "namespace"), RepoURL: str(row, "repo_url"),
+			Path: str(row, "path"), TargetRevision: str(row, "target_revision"), AutoSync: boolean(row, "auto_sync"),
+			SelfHeal: boolean(row, "self_heal"), Prune: boolean(row, "prune"), Paths: []string{}}
+		paths, _ := row["paths"].([]any)
+		for _, p := range paths {
+			if s, ok := p.(string); ok {
+				app.Paths = append(app.Paths, s)
+			}
+		}
+		w.Applications = append(w.Applications, app)
+	}
+	resources, _ := m["resources"].([]any)
+	for _, r := range resources {
+		row, ok := r.(map[string]any)
+		if !ok || str(row, "name") == "" || str(row, "kind") == "" {
+			continue
+		}
+		res := OwnershipResource{Group: str(row, "group"), Kind: str(row, "kind"), Name: str(row, "name"),
+			Namespace: str(row, "namespace"), Application: str(row, "application"), Tracking: str(row, "tracking"),
+			Reason: str(row, "reason")}
+		if l := Level(str(row, "level")); levelStrength[l] > 0 {
+			res.Level = l
+		}
+		w.Resources = append(w.Resources, res)
+	}
+	return w
+}
