@@ -29,8 +29,8 @@ func ParseTrackingID(s string) (TrackingID, bool) {
 		return TrackingID{}, false
 	}
 	gk := strings.Split(parts[1], "/")
-	nn := strings.SplitN(parts[2], "/", 2)
-	if len(gk) != 2 || len(nn) != 2 || strings.Contains(nn[0], "/") || gk[1] == "" || nn[1] == "" {
+	nn := strings.Split(parts[2], "/")
+	if len(gk) != 2 || len(nn) != 2 || gk[1] == "" || nn[1] == "" {
 		return TrackingID{}, false
 	}
 	id := TrackingID{Group: gk[0], Kind: gk[1], Namespace: nn[0], Name: nn[1]}
