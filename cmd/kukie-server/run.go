@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/auth"
@@ -87,6 +88,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
+	klog.SetSlogLogger(log.With("component", "client-go")) // client-go's own messages as JSON too
 	log.Info("starting", "version", version, "config", cfg)
 
 	db, err := store.Open(ctx, cfg.DatabaseURL)
