@@ -41,6 +41,13 @@ func main() {
 		staticServer(os.Args[2], os.Args[3])
 		return
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "history" {
+		if err := historyBench(200); err != nil {
+			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kukie-bench:", err)
 		os.Exit(1)
