@@ -11,10 +11,11 @@ test: tools ## All tests, against the local PostgreSQL and the built kube-apiser
 tools: ## Build kube-apiserver and etcd into a cache outside the repo (~10 min cold, then instant).
 	./scripts/tools.sh
 
-bench: tools ## Argo CD endpoint benchmarks (about 3 minutes); prints a Markdown table.
+bench: tools ## Argo CD, ownership and history benchmarks (about 8 minutes); prints Markdown tables.
 	./scripts/ensure-postgres.sh
 	go build -o bin/kukie-server ./cmd/kukie-server
 	go run ./cmd/kukie-bench -server bin/kukie-server
+	go run ./cmd/kukie-bench history
 
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/kukie-server ./cmd/kukie-server

@@ -74,6 +74,7 @@ type options struct {
 	listFor, pollFor         time.Duration
 	listClients, pollClients int
 	coldRuns                 int
+	detectRuns               int
 }
 
 func run() error {
@@ -85,6 +86,7 @@ func run() error {
 	flag.DurationVar(&o.pollFor, "poll-for", 60*time.Second, "duration of each polling run (0 skips them)")
 	flag.IntVar(&o.pollClients, "poll-clients", 100, "concurrent clients polling list and detail")
 	flag.IntVar(&o.coldRuns, "cold-runs", 10, "cold list measurements")
+	flag.IntVar(&o.detectRuns, "detect-runs", 30, "ownership detections of 5 resources")
 	flag.Parse()
 
 	step("starting the sandbox API server")
@@ -151,7 +153,7 @@ func run() error {
 		return err
 	}
 	step(fmt.Sprintf("cached list: %d clients for %s (response %d KiB)", o.listClients, o.listFor, len(body)/1024))
-	kukie := b.load(o.listClients, o.listFor, func(int) string { return base })
+	kukie := b.load(o.listClients, o.listFor, func(int) string { return base }) // a zero duration sends nothing
 	static := freeAddr()
 	self, _ := os.Executable()
 	baseline := exec.Command(self, "-static-server", static, bodyPath)
@@ -223,6 +225,62 @@ func run() error {
 		kubectl = append(kubectl, time.Since(start))
 	}
 
+	// 4. Ownership detection of 5 resources beside the product's current
+	// way: one kubectl process per lookup, plus one for the Applications.
+	step(fmt.Sprintf("ownership detection, %d runs", o.detectRuns))
+	targets := [][3]string{{"deploy", "sandbox-plain", "web"}, {"svc", "sandbox-plain", "web"},
+		{"deploy", "sandbox-helm", "worker"}, {"cm", "sandbox-helm", "worker-config"}, {"deploy", "payments", "api"}}
+	var detect, kubectlDetect []time.Duration
+	var body5 strings.Builder
+	body5.WriteString(`{"resources":[`)
+	for i, t := range targets {
+		if i > 0 {
+			body5.WriteString(",")
+		}
+		fmt.Fprintf(&body5, `{"kind":%q,"namespace":%q,"name":%q}`, t[0], t[1], t[2])
+	}
+	body5.WriteString("]}")
+	agentTok, err := authtest.HS256([]byte(secret), authtest.Claims{Sub: "bench", Team: "bench", Roles: []string{"agent"}})
+	if err != nil {
+		return err
+	}
+	ownershipURL := "http://" + api + "/v1/clusters/bench/argocd/ownership"
+	detectClient := &http.Client{Transport: &http.Transport{}}
+	for range o.detectRuns {
+		req, _ := http.NewRequest("POST", ownershipURL, strings.NewReader(body5.String()))
+		req.Header.Set("Authorization", "Bearer "+agentTok)
+		req.Header.Set("Content-Type", "application/json")
+		t0 := time.Now()
+		res, err := detectClient.Do(req)
+		if err != nil {
+			return err
+		}
+		out, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(out), `"checked":5`) {
+			return fmt.Errorf("ownership: %d %s", res.StatusCode, out)
+		}
+		detect = append(detect, time.Since(t0))
+	}
+	if kubectlPath, err := kubectlBinary(); err == nil {
+		for range min(o.detectRuns, 5) {
+			t0 := time.Now()
+			for _, t := range targets {
+				cmd := exec.Command(kubectlPath, "--kubeconfig", kcPath, "get", t[0], "-n", t[1], t[2], "-o", "json")
+				cmd.Stdout = io.Discard
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("kubectl get %v: %w", t, err)
+				}
+			}
+			cmd := exec.Command(kubectlPath, "--kubeconfig", kcPath, "get", "applications", "-A", "-o", "json")
+			cmd.Stdout = io.Discard
+			if err := cmd.Run(); err != nil {
+				return err
+			}
+			kubectlDetect = append(kubectlDetect, time.Since(t0))
+		}
+	}
+
 	fmt.Printf("\n| Measurement | Result |\n|---|---|\n")
 	fmt.Printf("| Cached list, %d clients, %s: kukie-server | %s |\n", o.listClients, o.listFor, kukie)
 	fmt.Printf("| Same bytes from a minimal net/http server | %s |\n", plain)
@@ -233,6 +291,10 @@ func run() error {
 		refreshLists, int(o.pollFor/(2*time.Second)), refreshRes)
 	fmt.Printf("| Cold list of %d apps (refresh=true), p50 / max | %s / %s |\n", o.apps, pct(cold, 50), pct(cold, 100))
 	fmt.Printf("| kubectl get applications -A -o json, p50 / max | %s / %s |\n", pct(kubectl, 50), pct(kubectl, 100))
+	fmt.Printf("| Ownership detection of 5 resources (POST …/ownership, %d runs), p50 / p99 | %s / %s |\n",
+		len(detect), pct(detect, 50), pct(detect, 99))
+	fmt.Printf("| Same with kubectl (5 gets + applications -A, %d runs), p50 / max | %s / %s |\n",
+		len(kubectlDetect), pct(kubectlDetect, 50), pct(kubectlDetect, 100))
 	return nil
 }
 
