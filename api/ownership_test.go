@@ -33,15 +33,16 @@ func TestOwnershipPaths(t *testing.T) {
 		{"AnnotationNamedGroup", ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"}, "sandbox-plain", "annotation", "self_heal"},
 		{"AnnotationCoreGroup", ref{"kind": "svc", "namespace": "sandbox-plain", "name": "web"}, "sandbox-plain", "annotation", "self_heal"},
 		{"ClusterScoped", ref{"kind": "namespace", "name": "sandbox-extra"}, "sandbox-plain", "annotation", "self_heal"},
-		{"CopiedAnnotation", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "web-copy"}, "", "", ""},
-		{"HelmOnlyLabel", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "redis"}, "", "", ""},
-		{"LabelNotListedByApp", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "sidecar"}, "", "", ""},
+		{"CopiedAnnotation", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "web-copy"}, "", "", "copied_annotation"},
+		{"HelmOnlyLabel", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "redis"}, "", "", "label_not_confirmed"},
+		{"LabelNotListedByApp", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "sidecar"}, "", "", "label_not_confirmed"},
 		{"LabelConfirmedByApp", ref{"kind": "cm", "namespace": "sandbox-helm", "name": "worker-config"}, "sandbox-helm", "label", "auto_sync"},
 		{"AppInAnyNamespace", ref{"kind": "deployment", "namespace": "payments", "name": "api"}, "payments", "annotation", "auto_sync"},
 		{"HubAndSpoke", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "edge"}, "remote-app", "annotation", "unknown"},
 		{"AutoSyncNoSelfHeal", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "worker"}, "sandbox-helm", "annotation", "auto_sync"},
 		{"EnabledFalse", ref{"kind": "configmap", "namespace": "sandbox-helm", "name": "cache-settings"}, "cache", "annotation", "manual"},
-		{"MissingObject", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "not-yet"}, "", "", ""},
+		{"MissingObject", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "not-yet"}, "", "", "object_not_found"},
+		{"NotTracked", ref{"kind": "namespace", "name": "sandbox-plain"}, "", "", "not_tracked"},
 		{"IgnoreDiffNotCovered", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "web", "changed_fields": []string{"/spec/replicas", "/spec/template/spec/containers/0/image"}}, "sandbox-plain", "annotation", "self_heal"},
 		{"IgnoreDiffCovered", ref{"kind": "deployment", "namespace": "sandbox-kustomize", "name": "api", "changed_fields": []string{"/spec/replicas"}}, "sandbox-kustomize", "annotation", "auto_sync"},
 		{"IgnoreDiffRespected", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "web", "changed_fields": []string{"/spec/replicas"}}, "sandbox-plain", "annotation", "not_reverted"},
@@ -56,6 +57,9 @@ func TestOwnershipPaths(t *testing.T) {
 			if c.app == "" {
 				if o.ArgoCD != nil {
 					t.Fatalf("not managed, but argocd = %+v", o.ArgoCD)
+				}
+				if len(o.Unmanaged) != 1 || o.Unmanaged[0].Reason != c.level {
+					t.Errorf("unmanaged = %+v, want reason %s", o.Unmanaged, c.level)
 				}
 				return
 			}

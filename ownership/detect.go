@@ -45,7 +45,7 @@ func (d *Detector) Detect(ctx context.Context, c service.Cluster, targets []serv
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	out := service.Ownership{Notes: []string{}}
+	out := service.Ownership{Notes: []string{}, Unmanaged: []service.Unmanaged{}}
 	if len(targets) > service.MaxOwnershipTargets {
 		targets, out.Truncated = targets[:service.MaxOwnershipTargets], true
 	}
@@ -108,11 +108,19 @@ func (d *Detector) Detect(ctx context.Context, c service.Cluster, targets []serv
 		out.Checked++
 		i := t.info
 		resolved.Group, resolved.Kind, resolved.Namespace = i.Group, i.Kind, i.Namespace
+		unmanaged := func(reason string) {
+			out.Unmanaged = append(out.Unmanaged, service.Unmanaged{Group: i.Group, Kind: i.Kind, Namespace: i.Namespace,
+				Name: i.Name, Reason: reason})
+		}
 		if !i.Found {
+			unmanaged("object_not_found") // a create
 			out.Resolved = append(out.Resolved, resolved)
-			continue // a create: not managed (object_not_found)
+			continue
 		}
 		res, app, ok := classify(c, i, t.ref.ChangedFields, snap, appsNote)
+		if !ok {
+			unmanaged(res.Reason)
+		}
 		if ok {
 			resources = append(resources, res)
 			resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
@@ -200,11 +208,16 @@ func classify(c service.Cluster, i service.ObjectInfo, changed []string, snap *s
 		ns, name := argocd.SplitInstance(inst)
 		app := find(ns, name)
 		if app == nil || !lists(*app, i) {
+			res.Reason = "label_not_confirmed"
 			return res, nil, false
 		}
 		res.Tracking, res.Application, res.appNamespace = "label", app.Name, app.Namespace
 		res.Level, res.Reason = level(*app, i, changed, "instance label confirmed by the app's status.resources")
 		return res, app, true
+	}
+	res.Reason = "not_tracked"
+	if i.Annotations[argocd.TrackingAnnotation] != "" {
+		res.Reason = "copied_annotation"
 	}
 	return res, nil, false
 }

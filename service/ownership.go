@@ -70,9 +70,22 @@ type ResolvedTarget struct {
 	AppNamespace, AppName        string
 }
 
+// Unmanaged is a checked target Argo CD does not manage, and why:
+// object_not_found (a create), not_tracked (no tracking metadata),
+// copied_annotation (the annotation names another object), or
+// label_not_confirmed (an instance label no app confirms, e.g. Helm's own).
+type Unmanaged struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason"`
+}
+
 // Ownership is the answer of a detection.
 type Ownership struct {
 	ArgoCD     *ArgoCDWarning   `json:"argocd"`
+	Unmanaged  []Unmanaged      `json:"unmanaged"`
 	Checked    int              `json:"checked"`
 	Truncated  bool             `json:"truncated"`
 	Skipped    *Skip            `json:"skipped"`
