@@ -84,7 +84,7 @@ func historyBench(runs int) error {
 			return err
 		}
 		if want := visibleTargets(); n != want {
-			return fmt.Errorf("Go filter found %d plans, want the %d visible to u0", n, want)
+			return fmt.Errorf("the Go filter found %d plans, want the %d visible to u0", n, want)
 		}
 		goTimes = append(goTimes, time.Since(t0))
 	}
