@@ -154,11 +154,15 @@ func TestOwnershipLimitedAndFailingClusters(t *testing.T) {
 
 	start := time.Now()
 	o = a.ownership(t, "silent-cl", nil, ref{"kind": "deployment", "namespace": "x", "name": "y"})
-	if o.Skipped == nil || (o.Skipped.Reason != "cluster_unreachable" && o.Skipped.Reason != "budget_exceeded") || o.ArgoCD != nil {
+	// The per-call timeout (2 s) runs out inside the 3 s budget: the cluster
+	// does not answer.
+	if o.Skipped == nil || o.Skipped.Reason != "cluster_unreachable" || o.ArgoCD != nil {
 		t.Errorf("silent cluster: %+v", o)
 	}
-	if elapsed := time.Since(start); elapsed > 20*time.Second {
-		t.Errorf("detection took %s, far beyond its 3 s budget", elapsed)
+	// The budget holds even though discovery calls take no context. The
+	// margin is for a loaded machine, not a timing assertion on speed.
+	if elapsed := time.Since(start); elapsed > 3*time.Second+2*time.Second {
+		t.Errorf("detection took %s with a 3 s budget", elapsed)
 	}
 	o = a.ownership(t, "down-cl", nil, ref{"kind": "deployment", "namespace": "x", "name": "y"})
 	if o.Skipped == nil || o.Skipped.Reason != "cluster_unreachable" {

@@ -5,7 +5,6 @@
 package argocd
 
 import (
-	"strings"
 	"time"
 
 	"github.com/kukie/gitops-server/service"
@@ -43,7 +42,8 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 	a.ID = service.AppID(a.Name, a.Namespace, controlNamespace)
 	a.IgnoreDifferences = parseIgnoreDifferences(spec)
 	for _, opt := range sliceAt(mapAt(spec, "syncPolicy"), "syncOptions") {
-		if s, ok := opt.(string); ok && strings.EqualFold(strings.ReplaceAll(s, " ", ""), "RespectIgnoreDifferences=true") {
+		// Argo CD matches sync options exactly.
+		if s, ok := opt.(string); ok && s == "RespectIgnoreDifferences=true" {
 			a.RespectIgnoreDifferences = true
 		}
 	}

@@ -32,11 +32,12 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	if err != nil {
 		return service.ObjectInfo{}, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
 	}
+	budget := ctx // the caller's whole budget; each call gets r.opts.Timeout within it
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	mapping, err := cs.resolve(ref)
 	if err != nil {
-		return service.ObjectInfo{}, objectError(ctx, err)
+		return service.ObjectInfo{}, objectError(budget, err)
 	}
 	gvk := mapping.GroupVersionKind
 	info := service.ObjectInfo{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: ref.Name,
@@ -55,7 +56,7 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	case apierrors.IsNotFound(err):
 		return info, nil
 	case err != nil:
-		return info, objectError(ctx, err)
+		return info, objectError(budget, err)
 	}
 	info.Found = true
 	info.Annotations, info.Labels = obj.GetAnnotations(), obj.GetLabels()
@@ -96,10 +97,12 @@ func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
 	return cs.expander.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
-// objectError classifies a failed resolve or GET for detection.
-func objectError(ctx context.Context, err error) error {
+// objectError classifies a failed resolve or GET for detection. Only the
+// caller's whole budget running out is budget_exceeded; one call timing
+// out means the cluster does not answer.
+func objectError(budget context.Context, err error) error {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !unreachableBeforeDeadline(err):
+	case budget.Err() != nil && !unreachableBeforeDeadline(err):
 		return reasonError(service.EUNAVAILABLE, ReasonBudget, "The detection budget ran out.", err)
 	case meta.IsNoMatchError(err):
 		return reasonError(service.EVALIDATION, ReasonKindUnknown, "The cluster serves no such kind: "+short(err), err)

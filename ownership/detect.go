@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kukie/gitops-server/argocd"
@@ -50,15 +49,41 @@ func (d *Detector) Detect(ctx context.Context, c service.Cluster, targets []serv
 		targets, out.Truncated = targets[:service.MaxOwnershipTargets], true
 	}
 
+	// Reads run in parallel; the budget is enforced here, not trusted to the
+	// client library (discovery calls take no context): targets not read
+	// when it runs out are budget_exceeded, and their reads are abandoned.
 	checked := make([]target, len(targets))
-	var wg sync.WaitGroup
-	for i, ref := range targets {
-		wg.Go(func() {
-			info, err := d.Objects.ReadObject(ctx, c, ref)
-			checked[i] = target{ref: ref, info: info, err: err}
-		})
+	type done struct {
+		i int
+		t target
 	}
-	wg.Wait()
+	results := make(chan done, len(targets))
+	for i, ref := range targets {
+		checked[i] = target{ref: ref, err: service.ReasonError(service.EUNAVAILABLE, "budget_exceeded",
+			"The detection budget ran out before this resource was read.")}
+		go func() {
+			info, err := d.Objects.ReadObject(ctx, c, ref)
+			results <- done{i, target{ref: ref, info: info, err: err}}
+		}()
+	}
+	received := 0
+collect:
+	for range targets {
+		select {
+		case r := <-results:
+			checked[r.i] = r.t
+			received++
+		case <-ctx.Done():
+			break collect
+		}
+	}
+	if received == 0 && len(targets) > 0 && ctx.Err() != nil {
+		// Nothing came back at all: the cluster does not answer.
+		for i := range checked {
+			checked[i].err = service.ReasonError(service.EUPSTREAM, "cluster_unreachable",
+				"The cluster did not answer within the detection budget.")
+		}
+	}
 
 	skip := func(reason, msg string) {
 		if out.Skipped == nil {
@@ -96,6 +121,10 @@ func (d *Detector) Detect(ctx context.Context, c service.Cluster, targets []serv
 	var appOrder []string
 	for _, t := range checked {
 		resolved := service.ResolvedTarget{Group: t.ref.Group, Kind: t.ref.Kind, Namespace: t.ref.Namespace, Name: t.ref.Name}
+		if t.err != nil && t.info.Kind != "" {
+			// The kind resolved but the read failed: store what the cluster calls it.
+			resolved.Group, resolved.Kind, resolved.Namespace = t.info.Group, t.info.Kind, t.info.Namespace
+		}
 		if t.err != nil {
 			reason := service.ErrorReason(t.err)
 			if reason == "" {

@@ -181,9 +181,9 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		if current.Status == PlanPending && s.detects(current.Tool) && len(current.Resources) > 0 {
 			if cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, current.ClusterID); err == nil {
 				own := s.Detector.Detect(ctx, cluster, current.Resources, "ko")
-				// A detection that found nothing because it could not check
-				// does not erase the warning the plan was made with.
-				fresh, redetect = own.ArgoCD, own.ArgoCD != nil || own.Skipped == nil
+				// A detection that could not check everything does not replace
+				// (and so cannot weaken) the warning the plan was made with.
+				fresh, redetect = own.ArgoCD, own.Skipped == nil
 			}
 		}
 	}
@@ -204,7 +204,9 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 				}
 				plan.Payload = payload
 			}
-			if w := ArgoCDFromPayload(plan.Payload); w != nil && w.Level != "" {
+			// Only a server-made payload.argocd (mutating tools) counts: a
+			// client's own value is not the server's warning.
+			if w := ArgoCDFromPayload(plan.Payload); s.detects(plan.Tool) && w != nil && w.Level != "" {
 				plan.ArgoCDOverride = &ArgoCDOverride{By: user, At: now, Level: w.Level}
 			}
 		} else {
