@@ -58,11 +58,12 @@ func (d *Detector) Detect(ctx context.Context, c service.Cluster, targets []serv
 		t target
 	}
 	results := make(chan done, len(targets))
+	objects := d.Objects
 	for i, ref := range targets {
 		checked[i] = target{ref: ref, err: service.ReasonError(service.EUNAVAILABLE, "budget_exceeded",
 			"The detection budget ran out before this resource was read.")}
 		go func() {
-			info, err := d.Objects.ReadObject(ctx, c, ref)
+			info, err := objects.ReadObject(ctx, c, ref)
 			results <- done{i, target{ref: ref, info: info, err: err}}
 		}()
 	}
