@@ -55,6 +55,9 @@ func TestKukieHistory(t *testing.T) {
 	body["payload"] = json.RawMessage(`{"argocd": {"level": ["x"], "applications": "nope",
 		"resources": [1, {"kind": "Deployment"}, {"kind": "Deployment", "name": "web", "level": 5}, null]}}`)
 	byResource := a.createPlan(alice, body)
+	// A read tool with kubectl's short name: no detection, found through the
+	// canonical kind (deploy → apps/deployment) matching status.resources.
+	shortName := a.createPlan(alice, planOn("describe_resource", "shared", ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"}))
 	private := a.createPlan(bob, planOn("apply_manifest", "private", ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "web"}))
 	a.createPlan(alice, planOn("apply_manifest", "shared", ref{"kind": "deployment", "namespace": "sandbox-helm", "name": "worker"}))
 
@@ -75,25 +78,25 @@ func TestKukieHistory(t *testing.T) {
 	if h.Notice != "Kukie 로 한 변경만 보여요" {
 		t.Errorf("notice = %q", h.Notice)
 	}
-	if got := ids(h); len(got) != 2 || got[0] != byResource.ID || got[1] != byApp.ID {
-		t.Fatalf("alice's history = %v, want [%s %s] (newest first, without bob's private plan)", got, byResource.ID, byApp.ID)
+	if got := ids(h); len(got) != 3 || got[0] != shortName.ID || got[1] != byResource.ID || got[2] != byApp.ID {
+		t.Fatalf("alice's history = %v, want [%s %s %s] (newest first, without bob's private plan)", got, shortName.ID, byResource.ID, byApp.ID)
 	}
-	if w := h.Items[0].ArgoCD; w == nil || len(w.Resources) != 1 || w.Resources[0].Name != "web" || w.Level != "" || len(w.Applications) != 0 {
-		t.Errorf("malformed argocd read back as %+v", h.Items[0].ArgoCD)
+	if w := h.Items[1].ArgoCD; w == nil || len(w.Resources) != 1 || w.Resources[0].Name != "web" || w.Level != "" || len(w.Applications) != 0 {
+		t.Errorf("malformed argocd read back as %+v", h.Items[1].ArgoCD)
 	}
-	if got := ids(history(token(t, "bob", "team-a", "member"), "")); len(got) != 3 || got[0] != private.ID {
+	if got := ids(history(token(t, "bob", "team-a", "member"), "")); len(got) != 4 || got[0] != private.ID {
 		t.Errorf("bob's history = %v, want his private plan first", got)
 	}
 	page := history(token(t, "alice", "team-a", "member"), "?limit=1")
 	if len(page.Items) != 1 || page.NextCursor == "" {
 		t.Fatalf("page 1 = %+v", page)
 	}
-	next := history(token(t, "alice", "team-a", "member"), "?limit=1&cursor="+page.NextCursor)
-	if len(next.Items) != 1 || next.Items[0].PlanID != byApp.ID || next.NextCursor != "" {
+	next := history(token(t, "alice", "team-a", "member"), "?limit=2&cursor="+page.NextCursor)
+	if len(next.Items) != 2 || next.Items[1].PlanID != byApp.ID || next.NextCursor != "" {
 		t.Errorf("page 2 = %+v", next)
 	}
-	if got := history(token(t, "eve", "team-a", "member"), ""); len(got.Items) != 2 {
-		t.Errorf("another member sees %d plans, want the 2 shared ones", len(got.Items))
+	if got := history(token(t, "eve", "team-a", "member"), ""); len(got.Items) != 3 {
+		t.Errorf("another member sees %d plans, want the 3 shared ones", len(got.Items))
 	}
 	a.do("GET", "/v1/clusters/limited-cl/argocd/applications/sandbox-plain/kukie-history", token(t, "alice", "team-a", "member"), nil, nil).
 		wantProblem(t, 403, "limited_access")

@@ -37,3 +37,22 @@ func TestNormalizeRepoURL(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalKind(t *testing.T) {
+	for in, want := range map[[2]string][2]string{
+		{"", "deploy"}:                 {"apps", "deployment"},
+		{"", "Deployments"}:            {"apps", "deployment"},
+		{"", "deployments.apps"}:       {"apps", "deployment"},
+		{"apps", "Deployment"}:         {"apps", "deployment"},
+		{"", "svc"}:                    {"", "service"},
+		{"", "Service"}:                {"", "service"},
+		{"", "ing"}:                    {"networking.k8s.io", "ingress"},
+		{"argoproj.io", "Application"}: {"argoproj.io", "application"},
+		{"example.com", "deploy"}:      {"example.com", "deploy"},
+	} {
+		g, k := CanonicalKind(in[0], in[1])
+		if g != want[0] || k != want[1] {
+			t.Errorf("CanonicalKind(%q, %q) = %q, %q; want %v", in[0], in[1], g, k, want)
+		}
+	}
+}

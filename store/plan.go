@@ -104,6 +104,9 @@ func insertResources(ctx context.Context, tx pgx.Tx, np service.NewPlan) error {
 				appNS, appName = &res.AppNamespace, &res.AppName
 			}
 		}
+		// Kinds the cluster did not resolve (no detection, or it was
+		// skipped) are brought to the form status.resources uses.
+		match.Group, match.Kind = service.CanonicalKind(match.Group, match.Kind)
 		changed := r.ChangedFields
 		if changed == nil {
 			changed = []string{}
