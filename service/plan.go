@@ -125,6 +125,10 @@ type PlanStore interface {
 	// or ECONFLICT if that plan came from a different request.
 	CreatePlan(ctx context.Context, np NewPlan, now time.Time) (p Plan, replayed bool, err error)
 	GetPlan(ctx context.Context, viewer Principal, id string) (Plan, error)
+	// ReplayPlan returns the plan the creator already made with this
+	// idempotency key (found=false when none), or ECONFLICT when that plan
+	// came from a different request.
+	ReplayPlan(ctx context.Context, np NewPlan) (p Plan, found bool, err error)
 	// ListPlans returns up to f.Limit plans, newest first, and whether more follow.
 	ListPlans(ctx context.Context, viewer Principal, f PlanFilter) (plans []Plan, more bool, err error)
 	// UpdatePlan locks the plan, lets update change it and stores the result

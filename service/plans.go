@@ -48,6 +48,14 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		return Plan{}, false, WrapError(EINTERNAL, "encode plan", err)
 	}
 	sum := sha256.Sum256(canonical) // of the client's request, before the server adds to it
+	fingerprint := hex.EncodeToString(sum[:])
+	if idempotencyKey != "" {
+		// A retry is answered before detection runs again for nothing.
+		probe := NewPlan{Plan: Plan{TeamID: p.TeamID, CreatedBy: p.UserID}, IdempotencyKey: idempotencyKey, Fingerprint: fingerprint}
+		if plan, found, err := s.Store.ReplayPlan(ctx, probe); err != nil || found {
+			return plan, found, err
+		}
+	}
 	var resolved []ResolvedTarget
 	if s.detects(in.Tool) && len(in.Resources) > 0 {
 		own := s.Detector.Detect(ctx, cluster, in.Resources, "ko")
@@ -77,7 +85,7 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		UpdatedAt:      now,
 	}
 	return s.Store.CreatePlan(ctx, NewPlan{Plan: plan, Resolved: resolved, IdempotencyKey: idempotencyKey,
-		Fingerprint: hex.EncodeToString(sum[:])}, now)
+		Fingerprint: fingerprint}, now)
 }
 
 // Get returns one plan visible to the caller.

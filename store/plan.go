@@ -69,6 +69,23 @@ func (db *DB) CreatePlan(ctx context.Context, np service.NewPlan, now time.Time)
 	return out, replayed, mapError(err)
 }
 
+// ReplayPlan returns the plan an idempotency key already created, if any.
+func (db *DB) ReplayPlan(ctx context.Context, np service.NewPlan) (service.Plan, bool, error) {
+	var p service.Plan
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		p, err = replay(ctx, tx, np)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return service.Plan{}, false, nil
+	}
+	if err != nil {
+		return service.Plan{}, false, mapError(err)
+	}
+	return p, true, nil
+}
+
 // replay loads the plan an idempotency key already created and checks that
 // it came from the same request.
 func replay(ctx context.Context, tx pgx.Tx, np service.NewPlan) (service.Plan, error) {
