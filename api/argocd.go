@@ -18,11 +18,7 @@ func handleArgoCDSidebar(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
 		sb, err := argo.Sidebar(r.Context(), p)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, sb)
+		reply(w, r, log, sb, err)
 	})
 }
 
@@ -162,11 +158,7 @@ func handleOwnership(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
 		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), in.Resources, language(r))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, o)
+		reply(w, r, log, o, err)
 	})
 }
 

@@ -40,10 +40,6 @@ func handleGitOpsRepoPut(log *slog.Logger, clusters *service.Clusters) http.Hand
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
 		c, err := clusters.SetGitOpsRepo(r.Context(), p, chi.URLParam(r, "cluster_id"), *in.RepoURL)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, c)
+		reply(w, r, log, c, err)
 	})
 }

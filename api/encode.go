@@ -80,6 +80,15 @@ func decodeError(err error) error {
 	return service.Errorf(service.EINVALID, "The request body is invalid: %s.", strings.TrimPrefix(err.Error(), "json: "))
 }
 
+// reply answers v as JSON with 200, or the problem err maps to.
+func reply(w http.ResponseWriter, r *http.Request, log *slog.Logger, v any, err error) {
+	if err != nil {
+		writeError(w, r, log, err)
+		return
+	}
+	encode(w, http.StatusOK, v)
+}
+
 // problem is an RFC 9457 problem details body with Kukie's stable code.
 type problem struct {
 	Type      string               `json:"type"`

@@ -50,11 +50,7 @@ func planAction(log *slog.Logger, act func(context.Context, service.Principal, s
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
 		plan, err := act(r.Context(), p, chi.URLParam(r, "id"))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, plan)
+		reply(w, r, log, plan, err)
 	})
 }
 
@@ -67,11 +63,7 @@ func handlePlanResult(log *slog.Logger, plans *service.Plans) http.Handler {
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
 		plan, err := plans.RecordResult(r.Context(), p, chi.URLParam(r, "id"), in)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, plan)
+		reply(w, r, log, plan, err)
 	})
 }
 
@@ -101,10 +93,6 @@ func handlePlanList(log *slog.Logger, plans *service.Plans) http.Handler {
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
 		page, err := plans.List(r.Context(), p, query)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, page)
+		reply(w, r, log, page, err)
 	})
 }

@@ -13,10 +13,6 @@ func handleTeamGet(log *slog.Logger, teams *service.Teams) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
 		team, err := teams.Current(r.Context(), p)
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		encode(w, http.StatusOK, team)
+		reply(w, r, log, team, err)
 	})
 }
