@@ -68,6 +68,9 @@ Try:
   curl -s $api/v1/argocd/clusters -H "Authorization: Bearer \$MEMBER"
   curl -s $api/v1/clusters/sandbox/argocd/applications -H "Authorization: Bearer \$MEMBER"
   curl -s $api/v1/clusters/sandbox/argocd/applications/sandbox-plain -H "Authorization: Bearer \$MEMBER"
+  curl -s -X POST $api/v1/clusters/sandbox/argocd/ownership -H "Authorization: Bearer \$AGENT" \\
+    -H 'Content-Type: application/json' -d '{"resources":[{"kind":"deploy","namespace":"sandbox-plain","name":"web","changed_fields":["/spec/replicas"]}]}'
+  curl -s $api/v1/clusters/sandbox/argocd/applications/sandbox-plain/kukie-history -H "Authorization: Bearer \$MEMBER"
   curl -s -X PUT $api/v1/clusters/sandbox/gitops-repo -H "Authorization: Bearer \$ADMIN" \\
     -H 'Content-Type: application/json' -d '{"repo_url":"https://github.com/example-org/kukie-gitops-sandbox"}'
   curl -s $api/v1/plans -H "Authorization: Bearer \$AGENT" -H 'Content-Type: application/json' \\
