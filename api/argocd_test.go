@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/kube"
@@ -27,11 +31,18 @@ var sandbox struct {
 }
 
 func TestMain(m *testing.M) {
+	quietClientGo()
 	code := m.Run()
 	if sandbox.cluster != nil {
 		_ = sandbox.cluster.Stop()
 	}
 	os.Exit(code)
+}
+
+// quietClientGo keeps client-go's own log lines (expected failures against
+// dead test clusters) out of the test output.
+func quietClientGo() {
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 func mustSandbox(t *testing.T) *k8stest.Cluster {

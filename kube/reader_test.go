@@ -3,6 +3,8 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/kube"
@@ -21,6 +25,8 @@ import (
 var withArgo, withoutArgo *k8stest.Cluster
 
 func TestMain(m *testing.M) {
+	// client-go logs the failures these tests provoke; keep them out of the output.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var err error
 	if withArgo, err = k8stest.Start(k8stest.Options{ArgoCD: true}); err != nil {
 		fmt.Fprintln(os.Stderr, "kube tests need a Kubernetes API server:", err)
