@@ -3,9 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/kube"
@@ -31,18 +26,12 @@ var sandbox struct {
 }
 
 func TestMain(m *testing.M) {
-	quietClientGo()
+	k8stest.QuietClientGo()
 	code := m.Run()
 	if sandbox.cluster != nil {
 		_ = sandbox.cluster.Stop()
 	}
 	os.Exit(code)
-}
-
-// quietClientGo keeps client-go's own log lines (expected failures against
-// dead test clusters) out of the test output.
-func quietClientGo() {
-	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 func mustSandbox(t *testing.T) *k8stest.Cluster {
@@ -89,19 +78,7 @@ func newArgoAPI(t *testing.T, extra ...[2]string) *argoAPI {
 		}
 		return write(user+".kubeconfig", b)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
-	down := write("down.kubeconfig", fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://%s"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, closed))
+	down := write("down.kubeconfig", k8stest.TokenKubeconfig("https://"+k8stest.ClosedAddr(t), "x"))
 	admin := kc(k8stest.UserAdmin)
 	file := write("clusters.yaml", []byte(fmt.Sprintf(`clusters:
   - {id: prod-eks, team: team-a, name: prod, kubeconfig: %[1]s, access_level: full}
@@ -127,13 +104,7 @@ current-context: c
 func extraClusters(t *testing.T, write func(string, []byte) string, extra [][2]string) string {
 	var b strings.Builder
 	for _, e := range extra {
-		path := write(e[0]+".kubeconfig", fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, e[1]))
+		path := write(e[0]+".kubeconfig", k8stest.TokenKubeconfig(e[1], "x"))
 		fmt.Fprintf(&b, "  - {id: %s, team: team-a, name: %s, kubeconfig: %s, access_level: full}\n", e[0], e[0], path)
 	}
 	return b.String()

@@ -3,8 +3,6 @@ package kube_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/kube"
@@ -25,8 +21,7 @@ import (
 var withArgo, withoutArgo *k8stest.Cluster
 
 func TestMain(m *testing.M) {
-	// client-go logs the failures these tests provoke; keep them out of the output.
-	klog.SetSlogLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	k8stest.QuietClientGo()
 	var err error
 	if withArgo, err = k8stest.Start(k8stest.Options{ArgoCD: true}); err != nil {
 		fmt.Fprintln(os.Stderr, "kube tests need a Kubernetes API server:", err)
@@ -180,13 +175,7 @@ func TestFailureClasses(t *testing.T) {
 
 // closedPortKubeconfig points at a port nothing listens on.
 func closedPortKubeconfig(t *testing.T) []byte {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return tokenKubeconfig("https://"+addr, "x", true)
+	return k8stest.TokenKubeconfig("https://"+k8stest.ClosedAddr(t), "x")
 }
 
 // silentListenerKubeconfig points at a listener that accepts connections
@@ -206,20 +195,10 @@ func silentListenerKubeconfig(t *testing.T) []byte {
 			t.Cleanup(func() { c.Close() })
 		}
 	}()
-	return tokenKubeconfig("https://"+ln.Addr().String(), "x", true)
+	return k8stest.TokenKubeconfig("https://"+ln.Addr().String(), "x")
 }
 
 // badTokenKubeconfig reaches the real server with a token it rejects (401).
 func badTokenKubeconfig(t *testing.T) []byte {
-	return tokenKubeconfig(withArgo.Host(), "not-a-valid-token", true)
-}
-
-func tokenKubeconfig(server, token string, insecure bool) []byte {
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: %v}}]
-users: [{name: u, user: {token: %q}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, server, insecure, token)
+	return k8stest.TokenKubeconfig(withArgo.Host(), "not-a-valid-token")
 }
