@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kukie/gitops-server/argocd"
@@ -33,6 +34,14 @@ const (
 	ReasonNotInstalled = "argocd_not_installed"
 	ReasonForbidden    = "argocd_forbidden"
 )
+
+// ClusterConnector gives a Kubernetes client configuration for a cluster.
+// Static clusters read a kubeconfig; EKS clusters assume the customer's
+// role. It is declared here, by its consumer, so the service stays free of
+// client-go.
+type ClusterConnector interface {
+	RESTConfig(ctx context.Context, c service.Cluster) (*rest.Config, error)
+}
 
 // ReadObserver is told about each LIST call: its outcome (ok or a failure
 // reason) and how long it took. Metrics implement it.
@@ -53,7 +62,7 @@ type ReaderOptions struct {
 // Reader reads Applications from clusters. It keeps one client set per
 // cluster in a bounded LRU.
 type Reader struct {
-	connector service.ClusterConnector
+	connector ClusterConnector
 	opts      ReaderOptions
 	clients   *lru.Cache[string, *clientSet]
 }
@@ -67,7 +76,7 @@ type clientSet struct {
 }
 
 // NewReader returns a reader connecting through connector.
-func NewReader(connector service.ClusterConnector, opts ReaderOptions) (*Reader, error) {
+func NewReader(connector ClusterConnector, opts ReaderOptions) (*Reader, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
 	}

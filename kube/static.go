@@ -34,7 +34,7 @@ type StaticConnector struct {
 	configs map[string]*rest.Config // by team + "\x00" + cluster id (ids are free text)
 }
 
-var _ service.ClusterConnector = (*StaticConnector)(nil)
+var _ ClusterConnector = (*StaticConnector)(nil)
 
 // LoadStaticClusters reads the static clusters file (YAML:
 // `clusters: [{id, team, name, kubeconfig, context, access_level,

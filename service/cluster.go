@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/url"
 	"time"
-
-	"k8s.io/client-go/rest"
 )
 
 // AccessLevel is what Kukie's role may do in a cluster: FULL is cluster
@@ -54,12 +52,6 @@ type ClusterStore interface {
 	// keeping its connected GitOps repo.
 	UpsertCluster(ctx context.Context, c Cluster, now time.Time) (Cluster, error)
 	SetGitOpsRepo(ctx context.Context, teamID, id, repoURL string, now time.Time) (Cluster, error)
-}
-
-// ClusterConnector gives a Kubernetes client configuration for a cluster.
-// Static clusters read a kubeconfig; EKS clusters assume the customer's role.
-type ClusterConnector interface {
-	RESTConfig(ctx context.Context, c Cluster) (*rest.Config, error)
 }
 
 // ErrClusterNotFound is the error for a cluster id the team does not have.
