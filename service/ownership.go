@@ -68,6 +68,9 @@ type Skip struct {
 type ResolvedTarget struct {
 	Group, Kind, Namespace, Name string
 	AppNamespace, AppName        string
+	// Checked is set when detection read the object, so the match and app
+	// fields are what the cluster says.
+	Checked bool
 }
 
 // Unmanaged is a checked target Argo CD does not manage, and why:
