@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kukie/gitops-server/internal/pgnumeric"
 )
 
 func TestNormalizePayload(t *testing.T) {
@@ -94,7 +96,7 @@ func TestValidIdempotencyKey(t *testing.T) {
 
 func TestNumericFits(t *testing.T) {
 	// Boundaries of PostgreSQL's numeric; store tests check them against the real server.
-	for lit, want := range NumericLimitCases() {
+	for lit, want := range pgnumeric.LimitCases() {
 		if got := numericFits(lit); got != want {
 			t.Errorf("numericFits(%s) = %v, want %v", lit, got, want)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kukie/gitops-server/internal/pgnumeric"
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
@@ -153,7 +154,7 @@ func TestPayloadNumberLimits(t *testing.T) {
 	db, dbURL := pgtest.MustOpenDB(t)
 	plans := newPlans(t, db, time.Now)
 	agent := service.Principal{UserID: "u1", TeamID: "t1", Roles: []service.Role{service.RoleAgent}}
-	for lit, fits := range service.NumericLimitCases() {
+	for lit, fits := range pgnumeric.LimitCases() {
 		in := input("c1")
 		in.Payload = json.RawMessage(`{"n": ` + lit + `}`)
 		_, _, err := plans.Create(context.Background(), agent, in, "")
