@@ -131,9 +131,10 @@ type PlanStore interface {
 	ReplayPlan(ctx context.Context, np NewPlan) (p Plan, found bool, err error)
 	// ListPlans returns up to f.Limit plans, newest first, and whether more follow.
 	ListPlans(ctx context.Context, viewer Principal, f PlanFilter) (plans []Plan, more bool, err error)
-	// UpdatePlan locks the plan, lets update change it and stores the result
-	// in one transaction. An error from update aborts without writing.
-	UpdatePlan(ctx context.Context, viewer Principal, id string, update func(*Plan) error) (Plan, error)
+	// UpdatePlan locks the plan, lets update change it and stores the result,
+	// with what the returned PlanChange adds, in one transaction. An error
+	// from update aborts without writing.
+	UpdatePlan(ctx context.Context, viewer Principal, id string, update func(*Plan) (PlanChange, error)) (Plan, error)
 	// AppHistory returns plans on the cluster, visible to viewer, that
 	// touched the app: a resource whose detected app is it, or whose
 	// resolved identity is one of the app's resources. Newest first.

@@ -24,6 +24,23 @@ import (
 // DB is the PostgreSQL store.
 type DB struct {
 	pool *pgxpool.Pool
+	// denseHistory is the number of matching plans above which AppHistory
+	// walks the cluster's plans instead of fetching the matches by id.
+	denseHistory int
+}
+
+// Option adjusts a store when it is opened.
+type Option func(*DB)
+
+// DefaultDenseHistory is the dense-history threshold a store has unless
+// WithDenseHistory sets another: see historyPage for the measurements.
+const DefaultDenseHistory = 1000
+
+// WithDenseHistory sets how many plans of one app make Kukie history walk
+// the cluster's plans newest first rather than fetch the app's plans by id.
+// Both give the same answer; tests lower it to run the walk on small data.
+func WithDenseHistory(n int) Option {
+	return func(db *DB) { db.denseHistory = n }
 }
 
 var (
@@ -34,7 +51,18 @@ var (
 // Open creates a connection pool for url. It does not wait for the database:
 // the server starts (not ready) while the database is down and recovers by
 // itself when it returns.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	cfg, err := ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg, opts...)
+}
+
+// ParseConfig turns a database URL into a pool configuration with the
+// store's limits: connecting gives up after at most 5 s, idle connections
+// close after at most 5 minutes, and health checks run every 15 s.
+func ParseConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
@@ -46,11 +74,21 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		cfg.MaxConnIdleTime = 5 * time.Minute
 	}
 	cfg.HealthCheckPeriod = 15 * time.Second
+	return cfg, nil
+}
+
+// OpenConfig is Open for a configuration the caller adjusted, for example
+// with a query tracer (the history benchmark prints EXPLAIN of what it sends).
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create database pool: %w", err)
 	}
-	return &DB{pool: pool}, nil
+	db := &DB{pool: pool, denseHistory: DefaultDenseHistory}
+	for _, opt := range opts {
+		opt(db)
+	}
+	return db, nil
 }
 
 // Close waits for connections in use to be returned and closes the pool.

@@ -18,9 +18,12 @@ const planColumns = `p.id::text, p.team_id, p.cluster_id, p.conversation_id, p.v
 	p.payload, p.status, p.created_by, p.created_at, p.updated_at, p.approved_by, p.approved_at,
 	p.rejected_by, p.rejected_at, p.completed_by, p.completed_at, p.output, p.output_truncated, p.argocd_override`
 
-// visibleTo is the WHERE clause that scopes plans to the viewer: same team,
-// and shared or created by the viewer. $1 is the team, $2 the user.
-const visibleTo = `p.team_id = $1 AND (p.visibility = 'shared' OR p.created_by = $2)`
+// visibleTo is the WHERE condition that scopes plans to the viewer: same
+// team, and shared or created by the viewer. team and user are the
+// placeholders that hold them ("$1" or "@team").
+func visibleTo(team, user string) string {
+	return `p.team_id = ` + team + ` AND (p.visibility = 'shared' OR p.created_by = ` + user + `)`
+}
 
 func scanPlan(row pgx.CollectableRow) (service.Plan, error) {
 	var p service.Plan
@@ -112,29 +115,69 @@ func insertResources(ctx context.Context, tx pgx.Tx, np service.NewPlan) error {
 	rows := make([][]any, len(p.Resources))
 	for i, r := range p.Resources {
 		// What the cluster resolved (detection), else the resource as given.
-		match := service.ResolvedTarget{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace}
-		var appNS, appName *string
+		target := service.ResolvedTarget{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace}
 		if i < len(np.Resolved) {
-			res := np.Resolved[i]
-			match = res
-			if res.AppName != "" {
-				appNS, appName = &res.AppNamespace, &res.AppName
-			}
+			target = np.Resolved[i]
 		}
-		// Kinds the cluster did not resolve (no detection, or it was
-		// skipped) are brought to the form status.resources uses.
-		match.Group, match.Kind = service.CanonicalKind(match.Group, match.Kind)
+		j := joinColumnsOf(target)
 		changed := r.ChangedFields
 		if changed == nil {
 			changed = []string{}
 		}
 		rows[i] = []any{p.TeamID, p.ID, int16(i), p.ClusterID, r.Group, r.Kind, strings.ToLower(r.Kind), r.Namespace, r.Name,
-			changed, match.Group, strings.ToLower(match.Kind), match.Namespace, appNS, appName}
+			changed, j.group, j.kind, j.namespace, j.appNamespace, j.appName}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"plan_resources"},
 		[]string{"team_id", "plan_id", "position", "cluster_id", "api_group", "kind", "kind_lower", "namespace", "name",
 			"changed_fields", "match_group", "match_kind", "match_namespace", "app_namespace", "app_name"},
 		pgx.CopyFromRows(rows))
+	return err
+}
+
+// joinColumns are a resource's history join columns in plan_resources.
+type joinColumns struct {
+	group, kind, namespace string  // match_group, match_kind, match_namespace
+	appNamespace, appName  *string // nil when no app manages the resource
+}
+
+// joinColumnsOf is how a resolved target is stored for history joins: the
+// kind in the lower-case form status.resources uses (CanonicalKind, which
+// also brings kinds the cluster did not resolve to it), and no app unless
+// one manages the resource.
+func joinColumnsOf(t service.ResolvedTarget) joinColumns {
+	j := joinColumns{namespace: t.Namespace}
+	j.group, j.kind = service.CanonicalKind(t.Group, t.Kind)
+	if t.AppName != "" {
+		j.appNamespace, j.appName = &t.AppNamespace, &t.AppName
+	}
+	return j
+}
+
+// updateJoinColumns rewrites the join columns of the resources a
+// re-detection checked; the others keep what was stored before.
+func updateJoinColumns(ctx context.Context, tx pgx.Tx, p service.Plan, resolved []service.ResolvedTarget) error {
+	var positions []int16
+	var groups, kinds, namespaces []string
+	var appNamespaces, appNames []*string
+	for i, t := range resolved {
+		if !t.Checked {
+			continue
+		}
+		j := joinColumnsOf(t)
+		positions = append(positions, int16(i))
+		groups, kinds, namespaces = append(groups, j.group), append(kinds, j.kind), append(namespaces, j.namespace)
+		appNamespaces, appNames = append(appNamespaces, j.appNamespace), append(appNames, j.appName)
+	}
+	if len(positions) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE plan_resources r
+		SET match_group = u.match_group, match_kind = u.match_kind, match_namespace = u.match_namespace,
+		    app_namespace = u.app_namespace, app_name = u.app_name
+		FROM unnest($3::smallint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+		  AS u(position, match_group, match_kind, match_namespace, app_namespace, app_name)
+		WHERE r.team_id = $1 AND r.plan_id = $2 AND r.position = u.position`,
+		p.TeamID, p.ID, positions, groups, kinds, namespaces, appNamespaces, appNames)
 	return err
 }
 
@@ -144,14 +187,15 @@ type querier interface {
 }
 
 // GetPlan returns one plan visible to viewer. Reads run outside a
-// transaction: a plan's resources never change after it is created.
+// transaction: the resources a plan is loaded with never change after it
+// is created (only their history join columns do).
 func (db *DB) GetPlan(ctx context.Context, viewer service.Principal, id string) (service.Plan, error) {
 	p, err := getPlan(ctx, db.pool, viewer, id, false)
 	return p, mapError(err)
 }
 
 func getPlan(ctx context.Context, tx querier, viewer service.Principal, id string, forUpdate bool) (service.Plan, error) {
-	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo + ` AND p.id = $3`
+	q := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo("$1", "$2") + ` AND p.id = $3`
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}
@@ -202,7 +246,7 @@ func loadResources(ctx context.Context, q querier, teamID string, plans []servic
 // ListPlans returns a page of plans visible to viewer, newest first.
 func (db *DB) ListPlans(ctx context.Context, viewer service.Principal, f service.PlanFilter) ([]service.Plan, bool, error) {
 	args := []any{viewer.TeamID, viewer.UserID}
-	where := []string{visibleTo}
+	where := []string{visibleTo("$1", "$2")}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
@@ -250,15 +294,21 @@ func (db *DB) ListPlans(ctx context.Context, viewer service.Principal, f service
 }
 
 // UpdatePlan locks a visible plan, applies update and writes the lifecycle
-// columns back in the same transaction.
-func (db *DB) UpdatePlan(ctx context.Context, viewer service.Principal, id string, update func(*service.Plan) error) (service.Plan, error) {
+// columns back, with the history join columns of the resources the change
+// re-detected, in the same transaction.
+func (db *DB) UpdatePlan(ctx context.Context, viewer service.Principal, id string,
+	update func(*service.Plan) (service.PlanChange, error)) (service.Plan, error) {
 	var p service.Plan
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		var err error
 		if p, err = getPlan(ctx, tx, viewer, id, true); err != nil {
 			return err
 		}
-		if err := update(&p); err != nil {
+		change, err := update(&p)
+		if err != nil {
+			return err
+		}
+		if err := updateJoinColumns(ctx, tx, p, change.Resolved); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE plans SET status = $3, updated_at = $4, approved_by = $5, approved_at = $6,
@@ -269,116 +319,4 @@ func (db *DB) UpdatePlan(ctx context.Context, viewer service.Principal, id strin
 		return err
 	})
 	return p, mapError(err)
-}
-
-// AppHistory returns the plans of one app, newest first: the join runs in
-// SQL on indexed columns, so a cluster's plans are never loaded to filter.
-func (db *DB) AppHistory(ctx context.Context, viewer service.Principal, q service.AppHistoryQuery) ([]service.Plan, bool, error) {
-	var plans []service.Plan
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		sql, args, err := historyQueryFor(ctx, tx, viewer, q)
-		if err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, sql, args...)
-		plans, err = pgx.CollectRows(rows, scanPlan)
-		return err
-	})
-	if err != nil {
-		return nil, false, mapError(err)
-	}
-	more := len(plans) > q.Limit
-	if more {
-		plans = plans[:q.Limit]
-	}
-	if err := loadResources(ctx, db.pool, viewer.TeamID, plans); err != nil {
-		return nil, false, mapError(err)
-	}
-	return plans, more, nil
-}
-
-// ExplainAppHistory returns PostgreSQL's EXPLAIN ANALYZE of the history
-// query, for benchmarks and operators checking the plan on real data.
-func (db *DB) ExplainAppHistory(ctx context.Context, viewer service.Principal, q service.AppHistoryQuery) (string, error) {
-	var lines []string
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		sql, args, err := historyQueryFor(ctx, tx, viewer, q)
-		if err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
-		lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	return strings.Join(lines, "\n"), err
-}
-
-// historyQueryFor picks the history query by how many plans touched the
-// app (counted from the indexes, at most denseHistory+1), and turns off
-// parallel workers: both forms stop early, and worker start-up alone cost
-// ~35 ms when PostgreSQL chose them.
-func historyQueryFor(ctx context.Context, tx pgx.Tx, viewer service.Principal, q service.AppHistoryQuery) (string, []any, error) {
-	if _, err := tx.Exec(ctx, "SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
-		return "", nil, err
-	}
-	_, args := appHistoryQuery(viewer, q, false)
-	var hits int
-	// The count shares the query's first nine arguments; $2 (the viewer) is
-	// bound only so the list is the same.
-	// UNION ALL streams, so the LIMIT stops the count early; a plan counted
-	// twice only moves the threshold a little.
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM (`+
-		strings.Replace(historyHits, "UNION", "UNION ALL", 1)+`) h LIMIT `+
-		fmt.Sprint(denseHistory+1)+`) c WHERE $2::text IS NOT NULL`, args[:9]...).Scan(&hits); err != nil {
-		return "", nil, err
-	}
-	sql, args := appHistoryQuery(viewer, q, hits > denseHistory)
-	return sql, args, nil
-}
-
-// historyHits is the set of plan ids that touched the app, straight from
-// the two plan_resources indexes: the detected app, and the app's
-// resources by identity ($1 team, $3 cluster, $4/$5 app, $6–$9 resources).
-const historyHits = `
-	SELECT plan_id FROM plan_resources
-	 WHERE team_id = $1 AND cluster_id = $3 AND app_name = $5 AND app_namespace = $4
-	UNION
-	SELECT r.plan_id FROM plan_resources r
-	  JOIN unnest($9::text[], $7::text[], $8::text[], $6::text[]) AS u(name, kind, namespace, api_group)
-	    ON r.name = u.name AND r.match_kind = u.kind AND r.match_namespace = u.namespace AND r.match_group = u.api_group
-	 WHERE r.team_id = $1 AND r.cluster_id = $3`
-
-// denseHistory is how many matching plans make walking the cluster's plans
-// newest first (and stopping after a page) cheaper than fetching every
-// matching plan and sorting: measured at 1M plans, the walk answers an app
-// with 5,000 plans in ~1.5 ms and one with 10 plans in ~60 ms; driving from
-// the ids answers them in ~30 ms and ~0.5 ms.
-const denseHistory = 1000
-
-func appHistoryQuery(viewer service.Principal, q service.AppHistoryQuery, dense bool) (string, []any) {
-	groups := make([]string, len(q.Resources))
-	kinds := make([]string, len(q.Resources))
-	namespaces := make([]string, len(q.Resources))
-	names := make([]string, len(q.Resources))
-	for i, r := range q.Resources {
-		groups[i], kinds[i] = service.CanonicalKind(r.Group, r.Kind)
-		namespaces[i], names[i] = r.Namespace, r.Name
-	}
-	args := []any{viewer.TeamID, viewer.UserID, q.ClusterID, q.AppNamespace, q.AppName, groups, kinds, namespaces, names}
-	after := ""
-	if q.After != nil {
-		args = append(args, q.After.CreatedAt, q.After.ID)
-		after = " AND (p.created_at, p.id) < ($10, $11::uuid)"
-	}
-	args = append(args, q.Limit+1)
-	match := `p.id IN (` + historyHits + `)`
-	if dense {
-		match = `EXISTS (SELECT 1 FROM plan_resources r WHERE r.team_id = p.team_id AND r.plan_id = p.id AND r.cluster_id = $3
-			AND ((r.app_name = $5 AND r.app_namespace = $4)
-			  OR (r.name, r.match_kind, r.match_namespace, r.match_group) IN
-			     (SELECT * FROM unnest($9::text[], $7::text[], $8::text[], $6::text[]))))`
-	}
-	sql := `SELECT ` + planColumns + ` FROM plans p WHERE ` + visibleTo + ` AND p.cluster_id = $3` + after +
-		` AND ` + match + ` ORDER BY p.created_at DESC, p.id DESC LIMIT $` + fmt.Sprint(len(args))
-	return sql, args
 }

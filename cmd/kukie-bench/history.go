@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,7 +35,13 @@ func historyBench(runs int) error {
 		return err
 	}
 	defer drop()
-	db, err := store.Open(ctx, dbURL)
+	cfg, err := store.ParseConfig(dbURL)
+	if err != nil {
+		return err
+	}
+	recorder := &statementRecorder{}
+	cfg.ConnConfig.Tracer = recorder
+	db, err := store.OpenConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -97,7 +103,17 @@ func historyBench(runs int) error {
 		}
 		goTimes = append(goTimes, time.Since(t0))
 	}
-	explain, err := db.ExplainAppHistory(ctx, viewer, deep)
+	explainDense, err := explainHistory(ctx, dbURL, recorder, func() error {
+		_, _, err := db.AppHistory(ctx, viewer, deep)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	explainRare, err := explainHistory(ctx, dbURL, recorder, func() error {
+		_, _, err := db.AppHistory(ctx, viewer, rare)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -105,8 +121,91 @@ func historyBench(runs int) error {
 	fmt.Printf("| SQL join, first page of 50 (%d runs) | %s | %s |\n", len(sqlTimes), pct(sqlTimes, 50), pct(sqlTimes, 99))
 	fmt.Printf("| SQL join for a rare app (10 plans among the cluster's %d; %d runs) | %s | %s |\n", targetPlans, len(rareTimes), pct(rareTimes, 50), pct(rareTimes, 99))
 	fmt.Printf("| Load the cluster's %d plans and filter in Go (%d runs) | %s | %s |\n", targetPlans, len(goTimes), pct(goTimes, 50), pct(goTimes, 99))
-	fmt.Printf("\nEXPLAIN ANALYZE (second page):\n\n```\n%s\n```\n", explain)
+	fmt.Printf("\nEXPLAIN ANALYZE, app with %d plans, second page (the count, then the walk):\n\n```\n%s\n```\n", targetMatches, explainDense)
+	fmt.Printf("\nEXPLAIN ANALYZE, rare app, first page (the count, then the plans by id):\n\n```\n%s\n```\n", explainRare)
 	return nil
+}
+
+// statementRecorder is a pgx query tracer that keeps what the store sends
+// while recording, so the bench can EXPLAIN exactly those statements.
+type statementRecorder struct {
+	mu         sync.Mutex
+	recording  bool
+	statements []recordedStatement
+}
+
+type recordedStatement struct {
+	sql  string
+	args []any
+}
+
+// TraceQueryStart implements pgx.QueryTracer.
+func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recording {
+		r.statements = append(r.statements, recordedStatement{sql: data.SQL, args: data.Args})
+	}
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// record returns the statements sent while request ran.
+func (r *statementRecorder) record(request func() error) ([]recordedStatement, error) {
+	r.mu.Lock()
+	r.recording, r.statements = true, nil
+	r.mu.Unlock()
+	err := request()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recording = false
+	return r.statements, err
+}
+
+// explainHistory runs request and returns PostgreSQL's EXPLAIN (ANALYZE,
+// BUFFERS) of each query it sent inside its transaction, replayed in one
+// transaction with the same settings (SET LOCAL) applied first.
+func explainHistory(ctx context.Context, dbURL string, recorder *statementRecorder, request func() error) (string, error) {
+	statements, err := recorder.record(request)
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var plans []string
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		inTx := false
+		for _, s := range statements {
+			switch {
+			case strings.EqualFold(s.sql, "begin"):
+				inTx = true
+			case strings.EqualFold(s.sql, "commit"):
+				inTx = false
+			case !inTx:
+			case strings.HasPrefix(s.sql, "SET "):
+				if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
+					return err
+				}
+			default:
+				rows, _ := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s.sql, s.args...)
+				lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return err
+				}
+				plans = append(plans, strings.Join(lines, "\n"))
+			}
+		}
+		return nil
+	})
+	if err == nil && len(plans) == 0 {
+		err = fmt.Errorf("the history request sent no query inside a transaction to explain")
+	}
+	return strings.Join(plans, "\n\n"), err
 }
 
 // visibleTargets counts the target app's plans user u0 may see: shared
