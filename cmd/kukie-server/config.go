@@ -218,4 +218,4 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-var errUsage = errors.New("usage: kukie-server [serve | migrate up|status | version]")
+var errUsage = errors.New("usage: kukie-server [serve | migrate up [--create-database] | migrate status | version]")

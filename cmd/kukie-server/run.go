@@ -42,10 +42,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return serve(ctx, getenv, stdout)
 	case "migrate":
-		if len(args) != 3 || (args[2] != "up" && args[2] != "status") {
-			return errUsage
+		switch {
+		case len(args) == 3 && (args[2] == "up" || args[2] == "status"):
+			return migrate(ctx, getenv, args[2], false, stdout)
+		case len(args) == 4 && args[2] == "up" && args[3] == "--create-database":
+			return migrate(ctx, getenv, args[2], true, stdout)
 		}
-		return migrate(ctx, getenv, args[2], stdout)
+		return errUsage
 	case "version":
 		fmt.Fprintln(stdout, "kukie-server", version)
 		return nil
@@ -60,10 +63,19 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("service", "kukie-server")
 }
 
-func migrate(ctx context.Context, getenv func(string) string, action string, stdout io.Writer) error {
+// migrate applies or lists the migrations. With createDB it first creates
+// the database KUKIE_DATABASE_URL names when it does not exist yet.
+func migrate(ctx context.Context, getenv func(string) string, action string, createDB bool, stdout io.Writer) error {
 	cfg, err := loadConfig(getenv, false)
 	if err != nil {
 		return err
+	}
+	name, created, err := ensureDatabase(ctx, cfg.DatabaseURL, createDB)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(stdout, "created database %s\n", name)
 	}
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/pgtest"
@@ -320,5 +324,132 @@ func TestGracefulShutdownDrainsInFlightRequest(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", s.publicAddr, time.Second); err == nil {
 		t.Error("the public listener still accepts connections after shutdown")
+	}
+}
+
+// mustMissingDatabase returns the URL of a database that does not exist yet,
+// named name plus a random suffix, for user (empty: the admin URL's user).
+// Whatever the test creates under that name is dropped when it ends.
+func mustMissingDatabase(t *testing.T, name, user string) (dbName, dbURL string) {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	dbName = name + hex.EncodeToString(b)
+	u, err := url.Parse(pgtest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + dbName
+	if user != "" {
+		u.User = url.User(user)
+	}
+	t.Cleanup(func() {
+		pgtest.MustExec(t, pgtest.AdminURL(), "DROP DATABASE IF EXISTS "+pgx.Identifier{dbName}.Sanitize()+" WITH (FORCE)")
+	})
+	if databaseExists(t, dbName) {
+		t.Fatalf("database %s exists before the test", dbName)
+	}
+	return dbName, u.String()
+}
+
+// databaseExists asks the server's catalogue, not the code under test.
+func databaseExists(t *testing.T, name string) bool {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
+	if err != nil {
+		t.Fatalf("connect to %s: %v", pgtest.AdminURL(), err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+func runMigrate(t *testing.T, dbURL string, args ...string) (string, error) {
+	t.Helper()
+	env := func(k string) string { return map[string]string{"KUKIE_DATABASE_URL": dbURL}[k] }
+	var out strings.Builder
+	err := run(t.Context(), append([]string{"kukie-server", "migrate"}, args...), env, &out, &out)
+	return out.String(), err
+}
+
+func TestMigrateUpCreateDatabase(t *testing.T) {
+	// Upper case and a hyphen survive only a properly quoted identifier.
+	name, dbURL := mustMissingDatabase(t, "Kukie-Test-", "")
+
+	out, err := runMigrate(t, dbURL, "up", "--create-database")
+	if err != nil {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "created database "+name) || !strings.Contains(out, "migrations applied") {
+		t.Errorf("first run output: %q", out)
+	}
+	if !databaseExists(t, name) {
+		t.Fatalf("database %s not in pg_database after the first run", name)
+	}
+	if out, err := runMigrate(t, dbURL, "status"); err != nil || !strings.Contains(out, "applied") || strings.Contains(out, "pending") {
+		t.Fatalf("status after the first run: %v\n%s", err, out)
+	}
+
+	out, err = runMigrate(t, dbURL, "up", "--create-database")
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "created database") || !strings.Contains(out, "migrations applied") {
+		t.Errorf("second run output: %q", out)
+	}
+}
+
+func TestMigrateUpMissingDatabaseWithoutFlag(t *testing.T) {
+	name, dbURL := mustMissingDatabase(t, "kukie_test_missing_", "")
+	for _, args := range [][]string{{"up"}, {"status"}} {
+		t.Run(args[0], func(t *testing.T) {
+			out, err := runMigrate(t, dbURL, args...)
+			if err == nil {
+				t.Fatalf("migrate %s on a missing database succeeded: %s", args[0], out)
+			}
+			for _, want := range []string{`database "` + name + `" does not exist`, "migrate up --create-database"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	if databaseExists(t, name) {
+		t.Error("migrate without --create-database created the database")
+	}
+}
+
+func TestMigrateUpCreateDatabaseWithoutPrivilege(t *testing.T) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	role := "kukie_test_nocreatedb_" + hex.EncodeToString(b)
+	pgtest.MustExec(t, pgtest.AdminURL(), "CREATE ROLE "+role+" LOGIN NOCREATEDB")
+	t.Cleanup(func() { pgtest.MustExec(t, pgtest.AdminURL(), "DROP ROLE IF EXISTS "+role) })
+	name, dbURL := mustMissingDatabase(t, "kukie_test_denied_", role)
+
+	out, err := runMigrate(t, dbURL, "up", "--create-database")
+	if err == nil {
+		t.Fatalf("a user without CREATEDB created a database: %s", out)
+	}
+	if want := `user "` + role + `" may not create it`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if !hasSQLState(err, sqlstateInsufficientPrivilege) {
+		t.Errorf("error %v does not carry SQLSTATE %s", err, sqlstateInsufficientPrivilege)
+	}
+	if databaseExists(t, name) {
+		t.Error("the database exists")
+	}
+}
+
+func TestMigrateUsage(t *testing.T) {
+	for _, args := range [][]string{{"status", "--create-database"}, {"up", "--create-db"}, {"--create-database", "up"}, {}} {
+		if _, err := runMigrate(t, "postgres://127.0.0.1:1/x", args...); err != errUsage {
+			t.Errorf("migrate %v: %v, want the usage error", args, err)
+		}
 	}
 }
