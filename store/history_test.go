@@ -90,24 +90,24 @@ func mustCreatePlan(tb testing.TB, db *store.DB, s planSpec) {
 	}
 }
 
-// historyPage is what a client sees of one page of history.
-type historyPage struct {
+// pageSeen is what a client sees of one page of history.
+type pageSeen struct {
 	IDs  []string
 	More bool
 	Last service.PlanCursor
 }
 
 // readHistory pages through q with the cursor of each page's last row.
-func readHistory(tb testing.TB, db *store.DB, viewer service.Principal, q service.AppHistoryQuery) ([]historyPage, []service.Plan) {
+func readHistory(tb testing.TB, db *store.DB, viewer service.Principal, q service.AppHistoryQuery) ([]pageSeen, []service.Plan) {
 	tb.Helper()
-	var pages []historyPage
+	var pages []pageSeen
 	var all []service.Plan
 	for range 20 {
 		plans, more, err := db.AppHistory(context.Background(), viewer, q)
 		if err != nil {
 			tb.Fatalf("history: %v", err)
 		}
-		page := historyPage{More: more}
+		page := pageSeen{More: more}
 		for _, p := range plans {
 			page.IDs = append(page.IDs, p.ID)
 		}
@@ -170,10 +170,10 @@ func TestAppHistoryPaths(t *testing.T) {
 		times[planID(s.n)] = s.at
 	}
 	// Pages of two, newest first, with the cursor of each page's last row.
-	expect := func(ns ...int) []historyPage {
-		var pages []historyPage
+	expect := func(ns ...int) []pageSeen {
+		var pages []pageSeen
 		for i := 0; i < len(ns); i += 2 {
-			page := historyPage{More: i+2 < len(ns)}
+			page := pageSeen{More: i+2 < len(ns)}
 			for _, n := range ns[i:min(i+2, len(ns))] {
 				page.IDs = append(page.IDs, planID(n))
 			}
@@ -191,7 +191,7 @@ func TestAppHistoryPaths(t *testing.T) {
 	viewers := []struct {
 		name   string
 		viewer service.Principal
-		want   []historyPage
+		want   []pageSeen
 	}{
 		{"Viewer", service.Principal{TeamID: "t1", UserID: "u1"}, expect(10, 5, 4, 2, 1)},
 		{"CreatorOfPrivatePlan", service.Principal{TeamID: "t1", UserID: "u2"}, expect(10, 5, 3, 2, 1)},
