@@ -86,10 +86,22 @@ var testClusters = []service.Cluster{
 	{TeamID: "team-b", ID: "prod-eks", Name: "prod (team b)"},
 }
 
+// testClock is the snapshot cache's clock in API tests: it moves only when
+// a test advances it, so cache windows never depend on the machine's speed.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
 // mustServeWith serves the public API over a fresh database with the test
 // HS256 verifier, the test clusters plus extra, and reader (nil: a reader
-// that fails every read); the server stops when the test ends.
-func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *service.SnapshotCache) {
+// that fails every read); the server stops when the test ends. The
+// snapshot cache runs on the returned clock.
+func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *testClock) {
 	tb.Helper()
 	db, _ := pgtest.MustOpenDB(tb)
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
@@ -113,7 +125,8 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 	if reader == nil {
 		reader = failingReader{}
 	}
-	cache, err := service.NewSnapshotCache(reader, 64, time.Now, nil)
+	clock := &testClock{t: time.Now()}
+	cache, err := service.NewSnapshotCache(reader, 64, clock.Now, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -128,7 +141,7 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
-	return srv, cache
+	return srv, clock
 }
 
 // detector builds ownership detection on reader when it can read objects.
@@ -143,8 +156,8 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache) se
 // failingReader stands in where no test reads a cluster.
 type failingReader struct{}
 
-func (failingReader) ListApplications(context.Context, service.Cluster) ([]service.Application, error) {
-	return nil, errors.New("no cluster reader in this test")
+func (failingReader) ListApplications(context.Context, service.Cluster) (service.AppRead, error) {
+	return service.AppRead{}, errors.New("no cluster reader in this test")
 }
 
 func (failingReader) ReadObject(context.Context, service.Cluster, service.ResourceRef) (service.ObjectInfo, error) {

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
+	"golang.org/x/text/language"
 
-	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -87,60 +85,11 @@ func etagMatches(header, etag string) bool {
 	return false
 }
 
-// detailResource is a status.resources row with the level a direct change
-// to it would meet (the same level code as ownership detection).
-type detailResource struct {
-	service.AppResource
-	Level  service.Level `json:"level"`
-	Reason string        `json:"reason"`
-}
-
-// appDetail is one app with everything the detail screen shows.
-type appDetail struct {
-	service.Application
-	HealthMessage      string                    `json:"health_message"`
-	OutOfSyncResources []detailResource          `json:"out_of_sync_resources"`
-	Resources          []detailResource          `json:"resources"`
-	Conditions         conditions                `json:"conditions"`
-	History            []service.AppHistoryEntry `json:"history"`
-	FetchedAt          time.Time                 `json:"fetched_at"`
-}
-
-// conditions splits status.conditions by type suffix: "...Error" are
-// errors, "...Warning" warnings; others are listed as warnings too, so
-// nothing the cluster says is hidden.
-type conditions struct {
-	Errors   []service.AppCondition `json:"errors"`
-	Warnings []service.AppCondition `json:"warnings"`
-}
-
 func handleAppDetail(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
-		app, snap, err := argo.Detail(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
-		if err != nil {
-			writeError(w, r, log, err)
-			return
-		}
-		d := appDetail{Application: app, HealthMessage: app.HealthMessage, Resources: []detailResource{},
-			OutOfSyncResources: []detailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
-			Conditions: conditions{Errors: []service.AppCondition{}, Warnings: []service.AppCondition{}}}
-		level, reason := ownership.AppLevel(app)
-		for _, res := range app.Resources {
-			row := detailResource{AppResource: res, Level: level, Reason: reason}
-			d.Resources = append(d.Resources, row)
-			if res.Status == "OutOfSync" {
-				d.OutOfSyncResources = append(d.OutOfSyncResources, row)
-			}
-		}
-		for _, c := range app.Conditions {
-			if strings.HasSuffix(c.Type, "Error") {
-				d.Conditions.Errors = append(d.Conditions.Errors, c)
-			} else {
-				d.Conditions.Warnings = append(d.Conditions.Warnings, c)
-			}
-		}
-		encode(w, http.StatusOK, d)
+		d, err := argo.Detail(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
+		reply(w, r, log, d, err)
 	})
 }
 
@@ -157,17 +106,23 @@ func handleOwnership(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
-		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), in.Resources, language(r))
+		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), in.Resources, warningLanguage(r))
 		reply(w, r, log, o, err)
 	})
 }
 
-// language picks the warning language: English when Accept-Language
-// prefers it, Korean (the product's language) otherwise.
-func language(r *http.Request) string {
-	first, _, _ := strings.Cut(r.Header.Get("Accept-Language"), ",")
-	first, _, _ = strings.Cut(strings.TrimSpace(first), ";")
-	if strings.HasPrefix(strings.ToLower(first), "en") {
+// languages are the warning languages, the product's own (Korean) first:
+// it is the answer when the client prefers neither.
+var languages = language.NewMatcher([]language.Tag{language.Korean, language.English})
+
+// warningLanguage picks the warning language from Accept-Language, with
+// its q-values: "ko;q=0.1, en" prefers English.
+func warningLanguage(r *http.Request) string {
+	tags, _, err := language.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
+	if err != nil || len(tags) == 0 {
+		return "ko"
+	}
+	if _, i, confidence := languages.Match(tags...); i == 1 && confidence != language.No {
 		return "en"
 	}
 	return "ko"
@@ -177,15 +132,10 @@ func language(r *http.Request) string {
 // the caller (private plans only to their creator).
 func handleKukieHistory(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := 0
-		if s := r.URL.Query().Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n == 0 {
-				writeError(w, r, log, &service.Error{Code: service.EINVALID, Message: "limit must be a positive integer.",
-					Fields: []service.FieldError{{Field: "limit", Message: "must be an integer from 1 to 200"}}})
-				return
-			}
-			limit = n
+		limit, err := service.ParseLimit(r.URL.Query().Get("limit"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
 		h, err := argo.History(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"), limit,

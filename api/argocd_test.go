@@ -50,17 +50,26 @@ func (c *listCounter) ObserveList(string, time.Duration) { c.n.Add(1) }
 
 // argoAPI is the API with a real reader and these clusters:
 //
-//	team-a: prod-eks (admin), limited-cl (LIMITED), forbidden-cl (full level,
+//	team-a: prod-eks (admin), limited-cl (LIMITED, the limited user: edit in
+//	        the sandbox namespaces only), forbidden-cl (full level,
 //	        but a user without rights on argocd), down-cl (closed port)
 //	team-b: prod-eks (admin, the same cluster)
 type argoAPI struct {
 	*testAPI
 	lists *listCounter
+	clock *testClock // the snapshot cache's clock
 }
 
 // newArgoAPI builds the API; extra adds clusters of team-a whose kubeconfig
 // points at the given servers (id → https://host:port, token auth).
 func newArgoAPI(t *testing.T, extra ...[2]string) *argoAPI {
+	t.Helper()
+	return newArgoAPIWith(t, func(r *kube.Reader) service.ApplicationReader { return r }, extra...)
+}
+
+// newArgoAPIWith is newArgoAPI with the cluster reader wrapped by wrap
+// (to inject failures into real reads).
+func newArgoAPIWith(t *testing.T, wrap func(*kube.Reader) service.ApplicationReader, extra ...[2]string) *argoAPI {
 	t.Helper()
 	k := mustSandbox(t)
 	dir := t.TempDir()
@@ -82,7 +91,7 @@ func newArgoAPI(t *testing.T, extra ...[2]string) *argoAPI {
 	admin := kc(k8stest.UserAdmin)
 	file := write("clusters.yaml", []byte(fmt.Sprintf(`clusters:
   - {id: prod-eks, team: team-a, name: prod, kubeconfig: %[1]s, access_level: full}
-  - {id: limited-cl, team: team-a, name: limited, kubeconfig: %[1]s, access_level: limited, namespaces: [sandbox-plain]}
+  - {id: limited-cl, team: team-a, name: limited, kubeconfig: %[2]s, access_level: limited, namespaces: [sandbox-plain]}
   - {id: forbidden-cl, team: team-a, name: forbidden, kubeconfig: %[2]s, access_level: full}
   - {id: down-cl, team: team-a, name: down, kubeconfig: %[3]s, access_level: full}
   - {id: prod-eks, team: team-b, name: prod, kubeconfig: %[1]s, access_level: full}
@@ -96,9 +105,9 @@ func newArgoAPI(t *testing.T, extra ...[2]string) *argoAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := mustServeWith(t, reader, clusters...)
+	srv, clock := mustServeWith(t, wrap(reader), clusters...)
 	doc, router := mustSpec(t)
-	return &argoAPI{testAPI: &testAPI{t: t, srv: srv, router: router, doc: doc}, lists: lists}
+	return &argoAPI{testAPI: &testAPI{t: t, srv: srv, router: router, doc: doc}, lists: lists, clock: clock}
 }
 
 func extraClusters(t *testing.T, write func(string, []byte) string, extra [][2]string) string {
@@ -222,7 +231,11 @@ func TestClusterAccessProblems(t *testing.T) {
 		t.Error("a LIMITED cluster was called")
 	}
 	a.do("GET", "/v1/clusters/forbidden-cl/argocd/applications", tok, nil, nil).wantProblem(t, 403, "argocd_forbidden")
-	a.do("GET", "/v1/clusters/down-cl/argocd/applications", tok, nil, nil).wantProblem(t, 502, "cluster_unreachable")
+	p := a.do("GET", "/v1/clusters/down-cl/argocd/applications", tok, nil, nil).wantProblem(t, 502, "cluster_unreachable")
+	// The cause (with the cluster's address) goes to the log, not to clients.
+	if strings.Contains(p.Detail, "127.0.0.1") || strings.Contains(p.Detail, "dial") {
+		t.Errorf("problem detail leaks the client-go error: %q", p.Detail)
+	}
 	a.do("GET", "/v1/clusters/nope/argocd/applications", tok, nil, nil).wantProblem(t, 404, "cluster_not_found")
 	// Another team cannot reach team-a's clusters, even by a known id.
 	a.do("GET", "/v1/clusters/limited-cl/argocd/applications", token(t, "eve", "team-b", "admin"), nil, nil).
@@ -322,6 +335,27 @@ func TestSharedCacheCallsCluster(t *testing.T) {
 	a.do("GET", appsPath+"?refresh=true", tokA, nil, nil).decode(t, &appListResponse{})
 	if n := a.lists.n.Load(); n != 2 {
 		t.Errorf("refresh inside the 2 s floor made a LIST call (%d)", n)
+	}
+	// Past the floor a refresh reads again; a plain read does not.
+	a.clock.Advance(2 * time.Second)
+	a.do("GET", appsPath, tokA, nil, nil).decode(t, &appListResponse{})
+	if n := a.lists.n.Load(); n != 2 {
+		t.Errorf("a plain read of a 2 s old snapshot made a LIST call (%d)", n)
+	}
+	a.do("GET", appsPath+"?refresh=true", tokA, nil, nil).decode(t, &appListResponse{})
+	if n := a.lists.n.Load(); n != 3 {
+		t.Errorf("refresh past the 2 s floor: %d LIST calls, want 3", n)
+	}
+	// The snapshot expires 10 s after its read started.
+	a.clock.Advance(9 * time.Second)
+	a.do("GET", appsPath+"/sandbox-plain", tokA, nil, nil).decode(t, &appDetailResponse{})
+	if n := a.lists.n.Load(); n != 3 {
+		t.Errorf("9 s old snapshot: %d LIST calls, want 3", n)
+	}
+	a.clock.Advance(time.Second)
+	a.do("GET", appsPath+"/sandbox-plain", tokA, nil, nil).decode(t, &appDetailResponse{})
+	if n := a.lists.n.Load(); n != 4 {
+		t.Errorf("expired snapshot: %d LIST calls, want 4", n)
 	}
 }
 

@@ -182,13 +182,18 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			wire.code = se.Reason // a refined wire code, e.g. cluster_not_found
 		}
 	}
+	// Clients get the code and a sentence; a cause (which may name a
+	// cluster's address or a driver's text) goes to the log only.
 	detail := service.ErrorMessage(err)
-	switch wire.status {
-	case http.StatusInternalServerError:
+	switch {
+	case wire.status == http.StatusInternalServerError:
 		detail = "An internal error occurred."
 		log.ErrorContext(r.Context(), "request failed", "request_id", requestIDFromContext(r.Context()), "err", err)
-	case http.StatusServiceUnavailable, http.StatusBadGateway:
+	case wire.status == http.StatusServiceUnavailable || wire.status == http.StatusBadGateway:
 		log.WarnContext(r.Context(), "dependency unavailable", "request_id", requestIDFromContext(r.Context()), "err", err)
+	case se != nil && se.Err != nil:
+		log.InfoContext(r.Context(), "request refused", "request_id", requestIDFromContext(r.Context()),
+			"code", wire.code, "err", err)
 	}
 	writeProblem(w, r, wire.status, wire.code, detail, fields)
 }

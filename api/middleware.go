@@ -35,6 +35,29 @@ func requestIDFromContext(ctx context.Context) string {
 	return ""
 }
 
+// RequestLogHandler wraps h so that records logged with a request's
+// context carry its request_id, also when code outside this package logs
+// them (ownership detection logs the causes of failed reads that way).
+func RequestLogHandler(h slog.Handler) slog.Handler { return requestLogHandler{h} }
+
+type requestLogHandler struct{ slog.Handler }
+
+func (h requestLogHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := requestIDFromContext(ctx); id != "" {
+		r = r.Clone()
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestLogHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestLogHandler) WithGroup(name string) slog.Handler {
+	return requestLogHandler{h.Handler.WithGroup(name)}
+}
+
 // validRequestID limits a client-supplied X-Request-Id to a safe shape, so it
 // can be echoed into logs and headers.
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -79,18 +78,12 @@ func handlePlanList(log *slog.Logger, plans *service.Plans) http.Handler {
 			Name:           q.Get("name"),
 			Cursor:         q.Get("cursor"),
 		}
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				writeError(w, r, log, &service.Error{Code: service.EINVALID, Message: "limit must be an integer.",
-					Fields: []service.FieldError{{Field: "limit", Message: "must be an integer"}}})
-				return
-			}
-			if n == 0 {
-				n = -1 // an explicit 0 is out of range, not "default"
-			}
-			query.Limit = n
+		limit, err := service.ParseLimit(q.Get("limit"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
 		}
+		query.Limit = limit
 		p, _ := service.PrincipalFromContext(r.Context())
 		page, err := plans.List(r.Context(), p, query)
 		reply(w, r, log, page, err)

@@ -33,14 +33,14 @@ func BenchmarkPlanListHTTP(b *testing.B) {
 // bigReader returns n synthetic apps, for benchmarks of the cached list.
 type bigReader struct{ n int }
 
-func (r bigReader) ListApplications(_ context.Context, c service.Cluster) ([]service.Application, error) {
+func (r bigReader) ListApplications(_ context.Context, c service.Cluster) (service.AppRead, error) {
 	apps := make([]service.Application, r.n)
 	for i := range apps {
 		apps[i] = service.Application{ID: fmt.Sprintf("app-%04d", i), Name: fmt.Sprintf("app-%04d", i), Namespace: "argocd",
 			Sources:    []service.AppSource{{RepoURL: "https://github.com/example-org/app.git", Path: "deploy", TargetRevision: "main"}},
 			SyncStatus: "Synced", HealthStatus: "Healthy", AutoSync: true, SelfHeal: i%2 == 0, Problems: []service.AppProblem{}}
 	}
-	return apps, nil
+	return service.AppRead{Apps: apps}, nil
 }
 
 // BenchmarkAppListCachedHTTP measures a cache hit of a 500-app list through

@@ -48,6 +48,7 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 		}
 	}
 	a.AutoSync, a.SelfHeal, a.Prune = SyncPolicy(spec)
+	a.Level, a.LevelReason = PolicyLevel(a), PolicyReason(a)
 	if a.SyncStatus == "" {
 		a.SyncStatus = "Unknown"
 	}
@@ -76,6 +77,9 @@ func SyncPolicy(spec map[string]any) (autoSync, selfHeal, prune bool) {
 	return true, boolAt(automated, "selfHeal"), boolAt(automated, "prune")
 }
 
+// parseSources reads spec.sources (or the single spec.source). Repository
+// URLs lose their credentials here, so no snapshot, list or ownership answer
+// built from the app can show them to the team.
 func parseSources(spec map[string]any) []service.AppSource {
 	var raw []any
 	if list, ok := spec["sources"].([]any); ok && len(list) > 0 {
@@ -90,7 +94,7 @@ func parseSources(spec map[string]any) []service.AppSource {
 			continue
 		}
 		out = append(out, service.AppSource{
-			RepoURL: str(m, "repoURL"), Path: str(m, "path"), Chart: str(m, "chart"),
+			RepoURL: service.StripRepoCredentials(str(m, "repoURL")), Path: str(m, "path"), Chart: str(m, "chart"),
 			TargetRevision: str(m, "targetRevision"),
 		})
 	}

@@ -112,3 +112,32 @@ func FuzzParseApplication(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSourcesStripsCredentials(t *testing.T) {
+	a, ok := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{"sources":[
+		{"repoURL":"https://ghp_abc123@github.com/o/r.git","path":"p"},
+		{"repoURL":"https://user:s3cret@charts.example.com","chart":"c"},
+		{"repoURL":"ghp_x@github.com:o/r.git"},
+		{"repoURL":"ssh://git:s3cret@github.com/o/r"},
+		{"repoURL":"oci://robot:s3cret@registry.example.com/charts"},
+		{"repoURL":"git@github.com:o/clean.git"},
+		{"repoURL":"https://github.com/o/clean"}]}}`)
+	if !ok {
+		t.Fatal("not parsed")
+	}
+	want := []string{"https://github.com/o/r.git", "https://charts.example.com", "git@github.com:o/r.git",
+		"ssh://git@github.com/o/r", "oci://registry.example.com/charts", "git@github.com:o/clean.git",
+		"https://github.com/o/clean"}
+	if len(a.Sources) != len(want) {
+		t.Fatalf("sources = %+v", a.Sources)
+	}
+	for i, w := range want {
+		if a.Sources[i].RepoURL != w {
+			t.Errorf("sources[%d].repo_url = %q, want %q", i, a.Sources[i].RepoURL, w)
+		}
+	}
+	single, _ := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{"source":{"repoURL":"https://glpat-abc@gitlab.com/o/r"}}}`)
+	if len(single.Sources) != 1 || single.Sources[0].RepoURL != "https://gitlab.com/o/r" {
+		t.Errorf("single source = %+v", single.Sources)
+	}
+}

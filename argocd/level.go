@@ -6,6 +6,49 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
+// Summary is the approval card's headline for a change to managed resources.
+const Summary = "ArgoCD 관리 리소스 직접 변경"
+
+// strength orders the levels by how surely a direct change is reverted.
+func strength(l service.Level) int {
+	switch l {
+	case service.LevelSelfHeal:
+		return 5
+	case service.LevelUnknown:
+		return 4
+	case service.LevelAutoSync:
+		return 3
+	case service.LevelManual:
+		return 2
+	case service.LevelNotReverted:
+		return 1
+	}
+	return 0
+}
+
+// Stronger reports whether l reverts more surely than m.
+func Stronger(l, m service.Level) bool { return strength(l) > strength(m) }
+
+// Strongest returns the strongest of levels ("" when there are none): when
+// a change touches several resources, the strongest level wins.
+func Strongest(levels ...service.Level) service.Level {
+	var out service.Level
+	for _, l := range levels {
+		if Stronger(l, out) {
+			out = l
+		}
+	}
+	return out
+}
+
+// weaker returns the weaker of two levels.
+func weaker(l, m service.Level) service.Level {
+	if Stronger(l, m) {
+		return m
+	}
+	return l
+}
+
 // PolicyLevel is how strongly an app reverts a direct change, from its sync
 // policy alone.
 func PolicyLevel(a service.Application) service.Level {
@@ -16,6 +59,43 @@ func PolicyLevel(a service.Application) service.Level {
 		return service.LevelAutoSync
 	}
 	return service.LevelManual
+}
+
+// PolicyReason says in words why PolicyLevel is what it is.
+func PolicyReason(a service.Application) string {
+	switch {
+	case a.AutoSync && a.SelfHeal:
+		return "app " + a.Name + ": auto-sync with selfHeal"
+	case a.AutoSync:
+		return "app " + a.Name + ": auto-sync without selfHeal"
+	}
+	return "app " + a.Name + ": no auto-sync"
+}
+
+// ObjectLevel is how strongly the app reverts a change of the given fields
+// (JSON pointers) of one object it manages, with the reason in words: its
+// sync policy, weakened when ignoreDifferences covers every changed field.
+// how says how the object was found to be managed.
+func ObjectLevel(a service.Application, group, kind, namespace, name string, changed []string, how string) (service.Level, string) {
+	policy := PolicyLevel(a)
+	reason := how + "; " + PolicyReason(a)
+	verdict, unevaluated := Ignores(a, group, kind, namespace, name, changed)
+	if unevaluated {
+		reason += "; a jqPathExpressions or managedFieldsManagers rule of ignoreDifferences applies to this object " +
+			"and could not be evaluated, so it was not counted"
+	}
+	switch verdict {
+	case IgnoredAndRespected:
+		return service.LevelNotReverted, reason + "; every changed field is in ignoreDifferences and " +
+			"RespectIgnoreDifferences=true: not reverted"
+	case Ignored:
+		return weaker(policy, service.LevelAutoSync), reason + "; every changed field is in ignoreDifferences, " +
+			"so self-heal leaves it, but the next sync rewrites it"
+	}
+	if len(changed) > 0 && len(a.IgnoreDifferences) > 0 {
+		reason += "; ignoreDifferences does not cover every changed field"
+	}
+	return policy, reason
 }
 
 // IgnoreVerdict says how an app's ignoreDifferences treat a change.
@@ -32,30 +112,66 @@ const (
 
 // Ignores decides whether every changed field (JSON pointers) is covered by
 // the app's ignoreDifferences jsonPointers for this object. Rules the code
-// cannot evaluate (jqPathExpressions, managedFieldsManagers) never cover.
-func Ignores(a service.Application, group, kind, namespace, name string, changed []string) IgnoreVerdict {
+// cannot evaluate (jqPathExpressions, managedFieldsManagers) never cover;
+// unevaluated reports that such a rule applies to the object.
+func Ignores(a service.Application, group, kind, namespace, name string, changed []string) (v IgnoreVerdict, unevaluated bool) {
+	var rules []service.IgnoreRule
+	for _, rule := range a.IgnoreDifferences {
+		if rule.Group != group || rule.Kind != kind ||
+			(rule.Name != "" && rule.Name != name) || (rule.Namespace != "" && rule.Namespace != namespace) {
+			continue
+		}
+		rules = append(rules, rule)
+		unevaluated = unevaluated || rule.HasUnevaluated
+	}
 	if len(changed) == 0 {
-		return NotIgnored
+		return NotIgnored, unevaluated
 	}
 	for _, field := range changed {
-		covered := false
-		for _, rule := range a.IgnoreDifferences {
-			if rule.Group != group || rule.Kind != kind ||
-				(rule.Name != "" && rule.Name != name) || (rule.Namespace != "" && rule.Namespace != namespace) {
-				continue
-			}
-			for _, p := range rule.JSONPointers {
-				if p != "" && (field == p || strings.HasPrefix(field, strings.TrimSuffix(p, "/")+"/")) {
-					covered = true
-				}
-			}
-		}
-		if !covered {
-			return NotIgnored
+		if !covered(rules, field) {
+			return NotIgnored, unevaluated
 		}
 	}
 	if a.RespectIgnoreDifferences {
-		return IgnoredAndRespected
+		return IgnoredAndRespected, unevaluated
 	}
-	return Ignored
+	return Ignored, unevaluated
+}
+
+// covered reports whether a JSON pointer of the rules is the field or one
+// of its parents.
+func covered(rules []service.IgnoreRule, field string) bool {
+	for _, rule := range rules {
+		for _, p := range rule.JSONPointers {
+			if p != "" && (field == p || strings.HasPrefix(field, strings.TrimSuffix(p, "/")+"/")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Warning is the approval card's sentence for a level, in Korean (the
+// product's language) or English.
+func Warning(l service.Level, lang string) string {
+	if lang == "en" {
+		return warningsEN[l]
+	}
+	return warningsKO[l]
+}
+
+var warningsKO = map[service.Level]string{
+	service.LevelSelfHeal:    "곧 ArgoCD가 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요.",
+	service.LevelUnknown:     "ArgoCD가 관리하는 리소스지만 sync 설정을 읽을 수 없어 언제 되돌아갈지 알 수 없어요. 유지하려면 PR을 같이 올리세요.",
+	service.LevelAutoSync:    "다음 Git 변경이 동기화될 때 ArgoCD가 되돌려요(관계없는 변경이어도). 유지하려면 PR을 같이 올리세요.",
+	service.LevelManual:      "ArgoCD가 스스로 되돌리지는 않지만 앱이 OutOfSync로 보이고, 다음 sync 때 되돌아가요.",
+	service.LevelNotReverted: "앱이 바뀌는 필드를 무시하도록 설정돼 있어 ArgoCD가 되돌리지 않아요.",
+}
+
+var warningsEN = map[service.Level]string{
+	service.LevelSelfHeal:    "Argo CD will revert this soon. To keep it, pause sync or open a PR with the same change.",
+	service.LevelUnknown:     "Argo CD manages this resource, but its sync policy cannot be read, so when it will be reverted is unknown. To keep it, open a PR with the same change.",
+	service.LevelAutoSync:    "Argo CD will revert this at the next Git change it syncs, even an unrelated one. To keep it, open a PR with the same change.",
+	service.LevelManual:      "Argo CD will not revert this by itself, but the app will show OutOfSync and the next sync will undo it.",
+	service.LevelNotReverted: "The app ignores the changed fields, so Argo CD will not revert this change.",
 }

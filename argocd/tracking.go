@@ -2,6 +2,8 @@ package argocd
 
 import (
 	"strings"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // Tracking metadata Argo CD puts on the objects it manages.
@@ -42,10 +44,7 @@ func ParseTrackingID(s string) (TrackingID, bool) {
 // ("_" cannot occur in Kubernetes names); without "_" the app lives in
 // Argo CD's own namespace and the namespace is empty.
 func SplitInstance(s string) (namespace, name string) {
-	if ns, n, ok := strings.Cut(s, "_"); ok {
-		return ns, n
-	}
-	return "", s
+	return service.ParseAppID(s, "")
 }
 
 // RefersTo reports whether the id names the object carrying it: same group,

@@ -3,8 +3,6 @@ package argocd
 import (
 	"strings"
 	"testing"
-
-	"github.com/kukie/gitops-server/service"
 )
 
 func TestParseTrackingID(t *testing.T) {
@@ -50,42 +48,6 @@ func TestRefersTo(t *testing.T) {
 	ns, _ := ParseTrackingID("web:/Namespace:anything/sandbox")
 	if !ns.RefersTo("", "Namespace", "", "sandbox", false) {
 		t.Error("cluster-scoped object: the namespace part must not be compared")
-	}
-}
-
-func TestLevelsAndIgnores(t *testing.T) {
-	app := service.Application{Name: "a", AutoSync: true, SelfHeal: true,
-		IgnoreDifferences: []service.IgnoreRule{{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}},
-			{Group: "apps", Kind: "Deployment", Name: "other", JSONPointers: []string{"/spec/template"}}}}
-	if PolicyLevel(app) != service.LevelSelfHeal {
-		t.Error("policy level")
-	}
-	cases := []struct {
-		changed []string
-		name    string
-		want    IgnoreVerdict
-	}{
-		{[]string{"/spec/replicas"}, "web", Ignored},
-		{[]string{"/spec/replicas/x"}, "web", Ignored},
-		{[]string{"/spec/replicasX"}, "web", NotIgnored},
-		{[]string{"/spec/replicas", "/spec/template"}, "web", NotIgnored},
-		{[]string{"/spec/template/spec"}, "other", Ignored},
-		{nil, "web", NotIgnored},
-	}
-	for _, c := range cases {
-		if got := Ignores(app, "apps", "Deployment", "ns", c.name, c.changed); got != c.want {
-			t.Errorf("Ignores(%v on %s) = %v, want %v", c.changed, c.name, got, c.want)
-		}
-	}
-	app.RespectIgnoreDifferences = true
-	if Ignores(app, "apps", "Deployment", "ns", "web", []string{"/spec/replicas"}) != IgnoredAndRespected {
-		t.Error("RespectIgnoreDifferences not honoured")
-	}
-	strongest := []service.Level{service.LevelSelfHeal, service.LevelUnknown, service.LevelAutoSync, service.LevelManual, service.LevelNotReverted}
-	for i := 0; i+1 < len(strongest); i++ {
-		if !strongest[i].Stronger(strongest[i+1]) || service.Weaker(strongest[i], strongest[i+1]) != strongest[i+1] {
-			t.Errorf("%s should be stronger than %s", strongest[i], strongest[i+1])
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -49,14 +50,31 @@ type ReadObserver interface {
 	ObserveList(outcome string, d time.Duration)
 }
 
+// Client-side rate limit per cluster by default: Argo CD's own, so Kukie
+// asks no more of a customer's API server than the Argo CD already running
+// there may. Upstream: argoproj/argo-cd
+// pkg/apis/application/v1alpha1/cluster_constants.go (ARGOCD_K8S_CLIENT_QPS
+// defaults to 50, ARGOCD_K8S_CLIENT_BURST to twice the QPS).
+const (
+	DefaultQPS   float32 = 50
+	DefaultBurst int     = 100
+)
+
+// rediscoveryInterval is the shortest time between two resets of a
+// cluster's cached discovery: asking about unknown kinds must not let a
+// member make Kukie re-read a customer's API surface on every request.
+const rediscoveryInterval = 30 * time.Second
+
 // ReaderOptions tune the reader; zero values take the defaults.
 type ReaderOptions struct {
 	Timeout    time.Duration // per cluster call (default 5 s)
-	QPS        float32       // default 20
-	Burst      int           // default 40
+	QPS        float32       // per cluster (default DefaultQPS)
+	Burst      int           // per cluster (default DefaultBurst)
 	UserAgent  string        // default kukie-gitops/dev
 	MaxClients int           // clusters whose clients are kept (default 1024)
 	Observer   ReadObserver
+	// Now is the clock that spaces out rediscovery (default time.Now).
+	Now func() time.Time
 }
 
 // Reader reads Applications from clusters. It keeps one client set per
@@ -73,6 +91,9 @@ type clientSet struct {
 	// mapper caches discovery; expander adds kubectl's short names.
 	mapper   *restmapper.DeferredDiscoveryRESTMapper
 	expander meta.RESTMapper
+
+	mu        sync.Mutex
+	lastReset time.Time // of the cached discovery, after a kind matched nothing
 }
 
 // NewReader returns a reader connecting through connector.
@@ -81,10 +102,13 @@ func NewReader(connector ClusterConnector, opts ReaderOptions) (*Reader, error) 
 		opts.Timeout = 5 * time.Second
 	}
 	if opts.QPS == 0 {
-		opts.QPS = 20
+		opts.QPS = DefaultQPS
 	}
 	if opts.Burst == 0 {
-		opts.Burst = 40
+		opts.Burst = DefaultBurst
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "kukie-gitops/dev"
@@ -127,16 +151,13 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 	return cs, nil
 }
 
-// Forget drops a cluster's cached clients (after its connection changed).
-func (r *Reader) Forget(c service.Cluster) { r.clients.Remove(c.TeamID + "\x00" + c.ID) }
-
 // ListApplications reads every Application of the cluster with one LIST
 // across namespaces, or — when that is forbidden — of the Argo CD
 // namespace. Failures come back as service errors whose reason is one of
 // cluster_unreachable, argocd_not_installed, argocd_forbidden.
-func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) ([]service.Application, error) {
+func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) (service.AppRead, error) {
 	start := time.Now()
-	apps, err := r.list(ctx, c)
+	read, err := r.list(ctx, c)
 	outcome := "ok"
 	if err != nil {
 		outcome = service.ErrorReason(err)
@@ -147,30 +168,32 @@ func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) ([]ser
 	if r.opts.Observer != nil {
 		r.opts.Observer.ObserveList(outcome, time.Since(start))
 	}
-	return apps, err
+	return read, err
 }
 
-func (r *Reader) list(ctx context.Context, c service.Cluster) ([]service.Application, error) {
+func (r *Reader) list(ctx context.Context, c service.Cluster) (service.AppRead, error) {
+	var read service.AppRead
 	cs, err := r.clientsFor(ctx, c)
 	if err != nil {
-		return nil, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
+		return read, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	list, err := cs.dyn.Resource(applicationsGVR).List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) && c.ArgoCDNamespace != "" {
 		list, err = cs.dyn.Resource(applicationsGVR).Namespace(c.ArgoCDNamespace).List(ctx, metav1.ListOptions{})
+		read.OnlyNamespace = c.ArgoCDNamespace
 	}
 	if err != nil {
-		return nil, r.classify(ctx, cs, err)
+		return service.AppRead{}, r.classify(ctx, cs, err)
 	}
-	apps := make([]service.Application, 0, len(list.Items))
+	read.Apps = make([]service.Application, 0, len(list.Items))
 	for _, item := range list.Items {
 		if a, ok := argocd.ParseApplication(item.Object, c.ArgoCDNamespace); ok {
-			apps = append(apps, a)
+			read.Apps = append(read.Apps, a)
 		}
 	}
-	return apps, nil
+	return read, nil
 }
 
 // classify names a failed read, connection-type failures first: an
@@ -181,7 +204,7 @@ func (r *Reader) list(ctx context.Context, c service.Cluster) ([]service.Applica
 func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
 	switch {
 	case unreachable(err):
-		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(err), err)
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	case apierrors.IsForbidden(err):
 		resources, derr := cs.disc.ServerResourcesForGroupVersion(applicationsGVR.GroupVersion().String())
 		switch {
@@ -193,12 +216,17 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
 		}
 		// Discovery failed for another reason (unreachable, throttled, 5xx):
 		// the cluster cannot be read properly now.
-		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster's discovery failed: "+short(derr), derr)
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster's API discovery failed.", derr)
 	case apierrors.IsNotFound(err):
 		return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
 	}
 	return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", err)
 }
+
+// msgUnreachable is what clients are told when a cluster cannot be reached.
+// client-go's error text (with the API server's URL) stays in the wrapped
+// error, for the log only.
+const msgUnreachable = "The cluster cannot be reached."
 
 func reasonError(code, reason, msg string, err error) error {
 	return &service.Error{Code: code, Reason: reason, Message: msg, Err: err}
@@ -227,13 +255,4 @@ func unreachable(err error) bool {
 		return code == 502 || code == 503 || code == 504
 	}
 	return false
-}
-
-// short is an error's text cut to a length fit for a user-facing message.
-func short(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

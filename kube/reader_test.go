@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -90,9 +91,13 @@ func kubeconfig(t *testing.T, c *k8stest.Cluster, user string) []byte {
 
 func TestListApplications(t *testing.T) {
 	r, clusters, obs := mustReader(t, 5*time.Second, kubeconfig(t, withArgo, k8stest.UserAdmin))
-	apps, err := r.ListApplications(context.Background(), clusters[0])
+	read, err := r.ListApplications(context.Background(), clusters[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	apps := read.Apps
+	if read.OnlyNamespace != "" {
+		t.Errorf("an admin's read was limited to namespace %q", read.OnlyNamespace)
 	}
 	ids := map[string]service.Application{}
 	for _, a := range apps {
@@ -128,9 +133,13 @@ func TestNamespaceFallback(t *testing.T) {
 	// This user may list Applications in argocd only: the cluster-wide LIST
 	// is forbidden, the namespaced one works, and apps elsewhere are not seen.
 	r, clusters, _ := mustReader(t, 5*time.Second, kubeconfig(t, withArgo, k8stest.UserArgoCDReader))
-	apps, err := r.ListApplications(context.Background(), clusters[0])
+	read, err := r.ListApplications(context.Background(), clusters[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	apps := read.Apps
+	if read.OnlyNamespace != "argocd" {
+		t.Errorf("OnlyNamespace = %q after the namespace fallback, want argocd", read.OnlyNamespace)
 	}
 	if len(apps) != 11 {
 		t.Errorf("%d apps through the namespace fallback, want the 11 in argocd", len(apps))
@@ -168,6 +177,33 @@ func TestFailureClasses(t *testing.T) {
 			}
 			if obs.failed.Load() != 1 {
 				t.Errorf("%d failed LIST calls observed, want 1", obs.failed.Load())
+			}
+		})
+	}
+}
+
+func TestUnreachableMessageHidesTheServer(t *testing.T) {
+	// client-go's error text names the API server's URL: clients get the
+	// code and a fixed sentence, the cause stays in the wrapped error for
+	// the log.
+	addr := k8stest.ClosedAddr(t)
+	r, clusters, _ := mustReader(t, 2*time.Second, k8stest.TokenKubeconfig("https://"+addr, "x"))
+	ctx := context.Background()
+	_, listErr := r.ListApplications(ctx, clusters[0])
+	_, objectErr := r.ReadObject(ctx, clusters[0], service.ResourceRef{Kind: "deploy", Namespace: "default", Name: "web"})
+	for _, c := range []struct {
+		name string
+		err  error
+	}{{"ListApplications", listErr}, {"ReadObject", objectErr}} {
+		t.Run(c.name, func(t *testing.T) {
+			if service.ErrorReason(c.err) != kube.ReasonUnreachable || service.ErrorCode(c.err) != service.EUPSTREAM {
+				t.Fatalf("reason %q code %q (%v), want %s", service.ErrorReason(c.err), service.ErrorCode(c.err), c.err, kube.ReasonUnreachable)
+			}
+			if msg := service.ErrorMessage(c.err); strings.Contains(msg, addr) || strings.Contains(msg, "127.0.0.1") {
+				t.Errorf("message %q shows the API server's address %s", msg, addr)
+			}
+			if cause := errors.Unwrap(c.err); cause == nil || !strings.Contains(cause.Error(), addr) {
+				t.Errorf("the wrapped cause %v should carry the address for the log", cause)
 			}
 		})
 	}

@@ -32,6 +32,10 @@ type AppOperation struct {
 	Automated   bool       `json:"automated"`
 }
 
+// Failed reports whether the operation ended in failure (Argo CD's phases
+// Failed and Error). A nil operation has not failed.
+func (o *AppOperation) Failed() bool { return o != nil && (o.Phase == "Failed" || o.Phase == "Error") }
+
 // AppProblem says why an Application needs attention.
 type AppProblem struct {
 	Reason  string `json:"reason"`
@@ -76,6 +80,10 @@ type AppCondition struct {
 	LastTransitionTime *time.Time `json:"last_transition_time"`
 }
 
+// IsError reports an error condition: Argo CD names them with the suffix
+// "Error" (ComparisonError, SyncError, ...); the others are warnings.
+func (c AppCondition) IsError() bool { return strings.HasSuffix(c.Type, "Error") }
+
 // AppHistoryEntry is one Git-driven deploy from status.history.
 type AppHistoryEntry struct {
 	ID          int64      `json:"id"`
@@ -107,6 +115,13 @@ type Application struct {
 	ReconciledAt  *time.Time     `json:"reconciled_at"`
 	Problems      []AppProblem   `json:"problems"`
 
+	// Level is how strongly the app reverts a direct change to a resource
+	// it manages, from its sync policy alone, and LevelReason says why in
+	// words. Set when the app is parsed, so the detail's rows and ownership
+	// detection read the same rule.
+	Level       Level  `json:"-"`
+	LevelReason string `json:"-"`
+
 	Resources  []AppResource     `json:"-"`
 	Conditions []AppCondition    `json:"-"`
 	History    []AppHistoryEntry `json:"-"`
@@ -122,7 +137,9 @@ type Application struct {
 type IgnoreRule struct {
 	Group, Kind, Name, Namespace string
 	JSONPointers                 []string
-	HasUnevaluated               bool // jqPathExpressions or managedFieldsManagers present
+	// HasUnevaluated is set when the rule also has jqPathExpressions or
+	// managedFieldsManagers, which this server cannot evaluate.
+	HasUnevaluated bool
 }
 
 // Level says how strongly Argo CD reverts a direct change.
@@ -137,17 +154,14 @@ const (
 	LevelNotReverted Level = "not_reverted" // ignored by the app's diff rules
 )
 
-var levelStrength = map[Level]int{LevelSelfHeal: 5, LevelUnknown: 4, LevelAutoSync: 3, LevelManual: 2, LevelNotReverted: 1}
-
-// Stronger reports whether l reverts more surely than m.
-func (l Level) Stronger(m Level) bool { return levelStrength[l] > levelStrength[m] }
-
-// Weaker returns the weaker of two levels.
-func Weaker(l, m Level) Level {
-	if l.Stronger(m) {
-		return m
+// Valid reports whether l is one of the five levels. How levels compare is
+// an Argo CD rule and lives in package argocd.
+func (l Level) Valid() bool {
+	switch l {
+	case LevelSelfHeal, LevelUnknown, LevelAutoSync, LevelManual, LevelNotReverted:
+		return true
 	}
-	return l
+	return false
 }
 
 // AppID returns the detail-route id of an app in namespace ns when the
@@ -163,11 +177,11 @@ func AppID(name, ns, controlNamespace string) string {
 func (a *Application) ComputeProblems() {
 	a.Problems = []AppProblem{}
 	add := func(reason, msg string) { a.Problems = append(a.Problems, AppProblem{Reason: reason, Message: msg}) }
-	if op := a.Operation; op != nil && (op.Phase == "Failed" || op.Phase == "Error") {
-		add(ProblemOperationFailed, op.Message)
+	if a.Operation.Failed() {
+		add(ProblemOperationFailed, a.Operation.Message)
 	}
 	for _, c := range a.Conditions {
-		if strings.HasSuffix(c.Type, "Error") {
+		if c.IsError() {
 			add(ProblemErrorCondition, c.Type+": "+c.Message)
 		}
 	}
@@ -277,7 +291,7 @@ func Summarize(apps []Application) AppSummary {
 		if a.AutoSync {
 			s.AutoSync++
 		}
-		if a.Operation != nil && (a.Operation.Phase == "Failed" || a.Operation.Phase == "Error") {
+		if a.Operation.Failed() {
 			s.OperationFailed++
 		}
 		for _, src := range a.Sources {

@@ -23,11 +23,15 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 	boolean := func(m map[string]any, k string) bool { v, _ := m[k].(bool); return v }
 	w := &ArgoCDWarning{Summary: str(m, "summary"), Warning: str(m, "warning"),
 		Applications: []OwnershipApp{}, Resources: []OwnershipResource{}}
-	if l := Level(str(m, "level")); levelStrength[l] > 0 {
+	if l := Level(str(m, "level")); l.Valid() {
 		w.Level = l
 	}
 	if t, err := time.Parse(time.RFC3339Nano, str(m, "checked_at")); err == nil {
 		w.CheckedAt = t
+	}
+	if rs, ok := m["recheck_skipped"].(map[string]any); ok && str(rs, "reason") != "" {
+		w.RecheckSkipped = &RecheckSkipped{Reason: str(rs, "reason")}
+		w.RecheckSkipped.At, _ = time.Parse(time.RFC3339Nano, str(rs, "at"))
 	}
 	apps, _ := m["applications"].([]any)
 	for _, a := range apps {
@@ -55,7 +59,7 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		res := OwnershipResource{Group: str(row, "group"), Kind: str(row, "kind"), Name: str(row, "name"),
 			Namespace: str(row, "namespace"), Application: str(row, "application"), Tracking: str(row, "tracking"),
 			Reason: str(row, "reason")}
-		if l := Level(str(row, "level")); levelStrength[l] > 0 {
+		if l := Level(str(row, "level")); l.Valid() {
 			res.Level = l
 		}
 		w.Resources = append(w.Resources, res)

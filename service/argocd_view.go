@@ -69,18 +69,68 @@ func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refres
 	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo}, nil
 }
 
-// Detail returns one app. An app that is not in the cluster (deleted, or
-// an id naming a namespace that is gone) is app_not_found.
-func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID string) (Application, *Snapshot, error) {
+// DetailResource is a status.resources row with the level a direct change
+// to it would meet (the app's policy level, the rule detection uses too).
+type DetailResource struct {
+	AppResource
+	Level  Level  `json:"level"`
+	Reason string `json:"reason"`
+}
+
+// AppConditions splits status.conditions: errors by Argo CD's "Error" type
+// suffix; everything else is listed as a warning, so nothing the cluster
+// says is hidden.
+type AppConditions struct {
+	Errors   []AppCondition `json:"errors"`
+	Warnings []AppCondition `json:"warnings"`
+}
+
+// AppDetail is one app with everything the detail screen shows.
+type AppDetail struct {
+	Application
+	HealthMessage string `json:"health_message"`
+	// OutOfSyncResources answers "why OutOfSync": the rows Argo CD reports
+	// as OutOfSync.
+	OutOfSyncResources []DetailResource  `json:"out_of_sync_resources"`
+	Resources          []DetailResource  `json:"resources"`
+	Conditions         AppConditions     `json:"conditions"`
+	History            []AppHistoryEntry `json:"history"`
+	FetchedAt          time.Time         `json:"fetched_at"`
+}
+
+// Detail returns one app ready to show. An app that is not in the cluster
+// (deleted, or an id naming a namespace that is gone) is app_not_found.
+func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID string) (AppDetail, error) {
 	_, snap, err := s.snapshot(ctx, p, clusterID, false)
 	if err != nil {
-		return Application{}, nil, err
+		return AppDetail{}, err
 	}
 	app, ok := snap.App(appID)
 	if !ok {
-		return Application{}, nil, ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
+		return AppDetail{}, errAppNotFound()
 	}
-	return app, snap, nil
+	d := AppDetail{Application: app, HealthMessage: app.HealthMessage, Resources: []DetailResource{},
+		OutOfSyncResources: []DetailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
+		Conditions: AppConditions{Errors: []AppCondition{}, Warnings: []AppCondition{}}}
+	for _, res := range app.Resources {
+		row := DetailResource{AppResource: res, Level: app.Level, Reason: app.LevelReason}
+		d.Resources = append(d.Resources, row)
+		if res.Status == "OutOfSync" {
+			d.OutOfSyncResources = append(d.OutOfSyncResources, row)
+		}
+	}
+	for _, c := range app.Conditions {
+		if c.IsError() {
+			d.Conditions.Errors = append(d.Conditions.Errors, c)
+		} else {
+			d.Conditions.Warnings = append(d.Conditions.Warnings, c)
+		}
+	}
+	return d, nil
+}
+
+func errAppNotFound() error {
+	return ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
 }
 
 // Ownership runs detection for the given targets on one of the team's

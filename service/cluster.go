@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"net/url"
 	"time"
 )
 
@@ -43,6 +42,10 @@ type Cluster struct {
 	UpdatedAt       time.Time   `json:"-"`
 }
 
+// Key identifies the cluster across teams: ids are chosen per team and are
+// free text, so the key separates them with a byte no id holds.
+func (c Cluster) Key() string { return c.TeamID + "\x00" + c.ID }
+
 // ClusterStore persists clusters. Every method is scoped to a team; another
 // team's cluster is ENOTFOUND with reason cluster_not_found.
 type ClusterStore interface {
@@ -74,14 +77,14 @@ func (s *Clusters) List(ctx context.Context, p Principal) ([]Cluster, error) {
 	return cs, err
 }
 
-// SetGitOpsRepo connects a repository to a cluster ("" disconnects).
+// SetGitOpsRepo connects a repository to a cluster ("" disconnects). A URL
+// carrying credentials is refused (RepoURLCredentialProblem): the whole team
+// sees it.
 func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, repoURL string) (Cluster, error) {
 	var v ValidationErrors
 	checkText(&v, "repo_url", repoURL, false, 2048)
-	if u, err := url.Parse(repoURL); err == nil && u.User != nil {
-		if _, hasPassword := u.User.Password(); hasPassword {
-			v.Add("repo_url", "must not carry credentials (they would be shown to the whole team)")
-		}
+	if problem := RepoURLCredentialProblem(repoURL); problem != "" {
+		v.Add("repo_url", "%s", problem)
 	}
 	if repoURL != "" && !LooksLikeRepoURL(repoURL) {
 		v.Add("repo_url", "must be a Git repository URL such as https://github.com/org/repo or git@github.com:org/repo.git")

@@ -49,12 +49,23 @@ type OwnershipResource struct {
 // ArgoCDWarning is the plan's `argocd` field: what the approval card shows
 // when a change touches resources Argo CD manages.
 type ArgoCDWarning struct {
-	Summary      string              `json:"summary"`
-	Level        Level               `json:"level"`
-	Warning      string              `json:"warning"`
+	Summary string `json:"summary"`
+	Level   Level  `json:"level"`
+	Warning string `json:"warning"`
+	// CheckedAt is when the detection behind this warning ran.
 	CheckedAt    time.Time           `json:"checked_at"`
 	Applications []OwnershipApp      `json:"applications"`
 	Resources    []OwnershipResource `json:"resources"`
+	// RecheckSkipped is set when the re-detection at approval could not
+	// check everything: the warning then keeps the earlier findings joined
+	// with the recheck's (the stronger level, the union of resources).
+	RecheckSkipped *RecheckSkipped `json:"recheck_skipped,omitempty"`
+}
+
+// RecheckSkipped says why the approval's re-detection was incomplete, and when.
+type RecheckSkipped struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // Skip says why detection could not finish; it never blocks a change.
@@ -102,6 +113,11 @@ type Ownership struct {
 // problems become Skipped.
 type OwnershipDetector interface {
 	Detect(ctx context.Context, c Cluster, targets []ResourceRef, lang string) Ownership
+	// Recheck detects again just before a person approves, on Applications
+	// read afresh (within the cache's refresh floor). When it cannot check
+	// every target, the answer's ArgoCD keeps the earlier warning joined
+	// with what it found, marked with RecheckSkipped.
+	Recheck(ctx context.Context, c Cluster, targets []ResourceRef, earlier *ArgoCDWarning, lang string) Ownership
 }
 
 // MaxOwnershipTargets is how many targets detection checks.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,13 +129,10 @@ func (s *Plans) List(ctx context.Context, p Principal, q PlanQuery) (PlanPage, e
 		"kind": q.Kind, "namespace": q.Namespace, "name": q.Name} {
 		checkText(&v, field, val, false, maxIDLength)
 	}
-	switch {
-	case f.Limit == 0:
-		f.Limit = DefaultPlanPageSize
-	case f.Limit < 1 || f.Limit > MaxPlanPageSize:
-		v.Add("limit", "must be between 1 and %d", MaxPlanPageSize)
-	}
 	if err := v.Err(); err != nil {
+		return PlanPage{}, err
+	}
+	if err := checkLimit(&f.Limit); err != nil {
 		return PlanPage{}, err
 	}
 	if q.Cursor != "" {
@@ -179,8 +177,7 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 	}
 	// Approval checks ownership again — the cluster may have changed since
 	// the plan was made — without ever blocking the approval.
-	var fresh *ArgoCDWarning
-	redetect := false
+	var recheck *Ownership
 	if to == PlanApproved {
 		current, err := s.Store.GetPlan(ctx, p, id)
 		if err != nil {
@@ -188,39 +185,40 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		}
 		if current.Status == PlanPending && s.detects(current.Tool) && len(current.Resources) > 0 {
 			if cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, current.ClusterID); err == nil {
-				own := s.Detector.Detect(ctx, cluster, current.Resources, "ko")
-				// A detection that could not check everything does not replace
-				// (and so cannot weaken) the warning the plan was made with.
-				fresh, redetect = own.ArgoCD, own.Skipped == nil
+				own := s.Detector.Recheck(ctx, cluster, current.Resources, ArgoCDFromPayload(current.Payload), "ko")
+				recheck = &own
 			}
 		}
 	}
 	now := s.now()
-	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
+	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) (PlanChange, error) {
+		var change PlanChange
 		if plan.Status != PlanPending {
-			return Errorf(ECONFLICT, "The plan is %s; only a pending plan can be %s.", plan.Status, to)
+			return change, Errorf(ECONFLICT, "The plan is %s; only a pending plan can be %s.", plan.Status, to)
 		}
 		plan.Status = to
 		plan.UpdatedAt = now
 		user := p.UserID
-		if to == PlanApproved {
-			plan.ApprovedBy, plan.ApprovedAt = &user, &now
-			if redetect {
-				payload, err := withArgoCD(plan.Payload, fresh)
-				if err != nil {
-					return err
-				}
-				plan.Payload = payload
-			}
-			// Only a server-made payload.argocd (mutating tools) counts: a
-			// client's own value is not the server's warning.
-			if w := ArgoCDFromPayload(plan.Payload); s.detects(plan.Tool) && w != nil && w.Level != "" {
-				plan.ArgoCDOverride = &ArgoCDOverride{By: user, At: now, Level: w.Level}
-			}
-		} else {
+		if to == PlanRejected {
 			plan.RejectedBy, plan.RejectedAt = &user, &now
+			return change, nil
 		}
-		return nil
+		plan.ApprovedBy, plan.ApprovedAt = &user, &now
+		if recheck != nil {
+			payload, err := withArgoCD(plan.Payload, recheck.ArgoCD)
+			if err != nil {
+				return change, err
+			}
+			plan.Payload = payload
+			// The history join follows what the recheck could read.
+			change.Resolved = recheck.Resolved
+		}
+		// Only a server-made payload.argocd (mutating tools) counts: a
+		// client's own value is not the server's warning.
+		if w := ArgoCDFromPayload(plan.Payload); s.detects(plan.Tool) && w != nil && w.Level != "" {
+			plan.ArgoCDOverride = &ArgoCDOverride{By: user, At: now, Level: w.Level}
+		}
+		return change, nil
 	})
 }
 
@@ -261,23 +259,55 @@ func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in Res
 		return Plan{}, planNotFound()
 	}
 	now := s.now()
-	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) error {
+	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) (PlanChange, error) {
 		if plan.CreatedBy != p.UserID {
-			return Errorf(EFORBIDDEN, "Only the agent acting for the plan's creator can record its result.")
+			return PlanChange{}, Errorf(EFORBIDDEN, "Only the agent acting for the plan's creator can record its result.")
 		}
 		switch {
 		case plan.Status == in.Outcome && plan.Output != nil && *plan.Output == in.Output:
-			return nil // an identical retry
+			return PlanChange{}, nil // an identical retry
 		case plan.Status != PlanApproved:
-			return Errorf(ECONFLICT, "The plan is %s; a result can be recorded only for an approved plan.", plan.Status)
+			return PlanChange{}, Errorf(ECONFLICT, "The plan is %s; a result can be recorded only for an approved plan.", plan.Status)
 		}
 		user, output := p.UserID, in.Output
 		plan.Status = in.Outcome
 		plan.UpdatedAt = now
 		plan.CompletedBy, plan.CompletedAt = &user, &now
 		plan.Output, plan.OutputTruncated = &output, truncated
-		return nil
+		return PlanChange{}, nil
 	})
+}
+
+// ParseLimit reads a page-size query parameter (plans and Kukie history):
+// absent is the default; a value that is not an integer is malformed
+// (EINVALID); a number outside 1..MaxPlanPageSize breaks a rule
+// (EVALIDATION). Both name the field limit.
+func ParseLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultPlanPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, &Error{Code: EINVALID, Message: "limit must be an integer.",
+			Fields: []FieldError{{Field: "limit", Message: "must be an integer"}}}
+	}
+	if n == 0 {
+		n = -1 // an explicit 0 is out of range, not "the default"
+	}
+	return n, checkLimit(&n)
+}
+
+// checkLimit validates a page size; 0 (not given) becomes the default.
+func checkLimit(n *int) error {
+	switch {
+	case *n == 0:
+		*n = DefaultPlanPageSize
+	case *n < 1 || *n > MaxPlanPageSize:
+		var v ValidationErrors
+		v.Add("limit", "must be between 1 and %d", MaxPlanPageSize)
+		return v.Err()
+	}
+	return nil
 }
 
 func planNotFound() error { return Errorf(ENOTFOUND, "The plan does not exist.") }

@@ -14,17 +14,29 @@ import (
 // ApplicationReader reads a cluster's Argo CD Applications. Failures carry
 // a Reason: cluster_unreachable, argocd_not_installed or argocd_forbidden.
 type ApplicationReader interface {
-	ListApplications(ctx context.Context, c Cluster) ([]Application, error)
+	ListApplications(ctx context.Context, c Cluster) (AppRead, error)
+}
+
+// AppRead is one read of a cluster's Applications.
+type AppRead struct {
+	Apps []Application
+	// OnlyNamespace is set when the cluster-wide read was forbidden and only
+	// this namespace (Argo CD's own) could be read: apps elsewhere are unseen.
+	OnlyNamespace string
 }
 
 // Snapshot is one read of a cluster's Applications, immutable once built
 // and shared by every caller of that team and cluster. It holds nothing
 // user-specific and nothing Kukie's own writes change.
 type Snapshot struct {
-	Apps      []Application // problems first
+	Apps []Application // problems first
+	// FetchedAt is when the read started: what the snapshot shows is at
+	// least this fresh.
 	FetchedAt time.Time
 	Err       error // the classified failure, when the read failed
 	Summary   AppSummary
+	// OnlyNamespace is set when only Argo CD's own namespace could be read.
+	OnlyNamespace string
 	// AppsJSON is Apps encoded for the list response, so hits are not
 	// re-encoded; ContentHash identifies the apps' content (for ETags).
 	AppsJSON    json.RawMessage
@@ -41,11 +53,16 @@ func (s *Snapshot) App(id string) (Application, bool) {
 	return s.Apps[i], true
 }
 
-func newSnapshot(apps []Application, err error, at time.Time) *Snapshot {
+func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	s := &Snapshot{FetchedAt: at, Err: err}
 	if err != nil {
 		return s
 	}
+	apps := read.Apps
+	if apps == nil {
+		apps = []Application{}
+	}
+	s.OnlyNamespace = read.OnlyNamespace
 	SortApplications(apps)
 	s.Apps = apps
 	s.Summary = Summarize(apps)
@@ -105,36 +122,56 @@ func (c *SnapshotCache) event(e string) {
 // Get returns the cluster's snapshot, reading the cluster when the cached
 // one is too old (or, with refresh, older than the refresh floor).
 func (c *SnapshotCache) Get(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
-	key := cl.TeamID + "\x00" + cl.ID
-	if s, ok := c.entries.Get(key); ok {
-		age := c.now().Sub(s.FetchedAt)
-		maxAge := c.TTL
-		if s.Err != nil {
-			maxAge = c.FailureTTL
-		}
-		if refresh && maxAge > c.RefreshFloor {
-			maxAge = c.RefreshFloor
-		}
-		if age < maxAge {
-			c.event("hit")
-			return s
-		}
+	key := cl.Key()
+	if s, ok := c.fresh(key, refresh); ok {
+		c.event("hit")
+		return s
 	}
 	if err := ctx.Err(); err != nil {
 		return &Snapshot{FetchedAt: c.now(), Err: err} // nobody waits: start no read
 	}
-	if refresh {
-		c.event("refresh")
-	} else {
-		c.event("miss")
+	return c.load(ctx, cl, refresh)
+}
+
+// fresh returns the cached snapshot of key when it is young enough.
+func (c *SnapshotCache) fresh(key string, refresh bool) (*Snapshot, bool) {
+	s, ok := c.entries.Get(key)
+	if !ok {
+		return nil, false
 	}
+	maxAge := c.TTL
+	if s.Err != nil {
+		maxAge = c.FailureTTL
+	}
+	if refresh && maxAge > c.RefreshFloor {
+		maxAge = c.RefreshFloor
+	}
+	return s, c.now().Sub(s.FetchedAt) < maxAge
+}
+
+// load reads the cluster once for all concurrent callers. A caller may have
+// seen the old entry just before another read stored a new one and get
+// here after that read's flight ended: the flight checks the cache again,
+// so such a caller reuses the new snapshot instead of reading again.
+func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
+	key := cl.Key()
 	ch := c.flight.DoChan(key, func() (any, error) {
+		if s, ok := c.fresh(key, refresh); ok {
+			c.event("hit")
+			return s, nil
+		}
+		if refresh {
+			c.event("refresh")
+		} else {
+			c.event("miss")
+		}
 		// The read outlives any one caller: a caller that gives up must not
 		// fail the others waiting on the same read.
 		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ReadTimeout)
 		defer cancel()
-		apps, err := c.reader.ListApplications(readCtx, cl)
-		s := newSnapshot(apps, err, c.now())
+		started := c.now() // the snapshot is at least as fresh as the read's start
+		read, err := c.reader.ListApplications(readCtx, cl)
+		s := newSnapshot(read, err, started)
 		c.entries.Add(key, s)
 		return s, nil
 	})

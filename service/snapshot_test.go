@@ -16,15 +16,15 @@ type countingReader struct {
 	err   error
 }
 
-func (r *countingReader) ListApplications(ctx context.Context, c Cluster) ([]Application, error) {
+func (r *countingReader) ListApplications(ctx context.Context, c Cluster) (AppRead, error) {
 	r.reads.Add(1)
 	if r.gate != nil {
 		<-r.gate
 	}
 	if r.err != nil {
-		return nil, r.err
+		return AppRead{}, r.err
 	}
-	return []Application{{ID: c.ID + "-app", Name: c.TeamID, SyncStatus: "Synced", HealthStatus: "Healthy", Problems: []AppProblem{}}}, nil
+	return AppRead{Apps: []Application{{ID: c.ID + "-app", Name: c.TeamID, SyncStatus: "Synced", HealthStatus: "Healthy", Problems: []AppProblem{}}}}, nil
 }
 
 // fakeClock is a settable now.
@@ -123,6 +123,83 @@ func TestCacheCollapsesConcurrentMisses(t *testing.T) {
 	}
 }
 
+// TestCacheLateCallerReusesFinishedRead: a caller that saw the cache empty
+// (or stale) just before another read stored its snapshot, and starts its
+// flight after that read ended, reuses the stored snapshot.
+func TestCacheLateCallerReusesFinishedRead(t *testing.T) {
+	r := &countingReader{}
+	c, clock := newTestCache(t, r, 8)
+	first := c.Get(context.Background(), cl, false)
+	clock.Advance(time.Second)
+	// What Get does after its own cache check found nothing usable.
+	if late := c.load(context.Background(), cl, false); late != first || r.reads.Load() != 1 {
+		t.Fatalf("a late caller read again (%d reads)", r.reads.Load())
+	}
+	if late := c.load(context.Background(), cl, true); late != first || r.reads.Load() != 1 {
+		t.Fatalf("a late refresh inside the floor read again (%d reads)", r.reads.Load())
+	}
+}
+
+// TestCacheOneReadPerWindow: with the clock standing still, any number of
+// concurrent callers, refreshing or not, cause exactly one read, and every
+// window after an advance of the clock past the TTL exactly one more.
+func TestCacheOneReadPerWindow(t *testing.T) {
+	r := &countingReader{gate: make(chan struct{})}
+	c, clock := newTestCache(t, r, 8)
+	for window := int64(1); window <= 3; window++ {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				for j := range 20 {
+					if s := c.Get(context.Background(), cl, (i+j)%3 == 0); s.Err != nil {
+						t.Errorf("window %d: %v", window, s.Err)
+					}
+				}
+			})
+		}
+		// Release reads one by one until every caller is done; each release
+		// lets through at most one read.
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+	release:
+		for {
+			select {
+			case r.gate <- struct{}{}:
+			case <-done:
+				break release
+			}
+		}
+		if got := r.reads.Load(); got != window {
+			t.Fatalf("window %d: %d reads in all, want %d", window, got, window)
+		}
+		clock.Advance(10 * time.Second)
+	}
+}
+
+// TestCacheStampsReadStart: a snapshot's age counts from when its read
+// started, so a slow read does not extend how long its data is served.
+func TestCacheStampsReadStart(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	start := clock.Now()
+	slow := readerFunc(func(context.Context, Cluster) (AppRead, error) {
+		clock.Advance(3 * time.Second) // the read takes 3 s
+		return AppRead{}, nil
+	})
+	c, err := NewSnapshotCache(slow, 8, clock.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Get(context.Background(), cl, false); !s.FetchedAt.Equal(start) {
+		t.Fatalf("FetchedAt = %s, want the read's start %s", s.FetchedAt, start)
+	}
+}
+
+type readerFunc func(context.Context, Cluster) (AppRead, error)
+
+func (f readerFunc) ListApplications(ctx context.Context, c Cluster) (AppRead, error) {
+	return f(ctx, c)
+}
+
 func TestCacheCancelledCallerDoesNotFailOthers(t *testing.T) {
 	r := &countingReader{gate: make(chan struct{})}
 	c, _ := newTestCache(t, r, 8)
@@ -166,7 +243,7 @@ type peakReader struct {
 	delay     time.Duration
 }
 
-func (r *peakReader) ListApplications(ctx context.Context, c Cluster) ([]Application, error) {
+func (r *peakReader) ListApplications(ctx context.Context, c Cluster) (AppRead, error) {
 	r.mu.Lock()
 	r.now++
 	r.peak = max(r.peak, r.now)
@@ -175,7 +252,7 @@ func (r *peakReader) ListApplications(ctx context.Context, c Cluster) ([]Applica
 	r.mu.Lock()
 	r.now--
 	r.mu.Unlock()
-	return nil, nil
+	return AppRead{}, nil
 }
 
 type fixedClusters []Cluster

@@ -151,7 +151,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	reader, err := kube.NewReader(connector, kube.ReaderOptions{
 		UserAgent: "kukie-gitops/" + version, MaxClients: cfg.CacheMaxClusters, Observer: clusterObs,
-		Timeout: cfg.ClusterTimeout,
+		Timeout: cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
 	})
 	if err != nil {
 		return err
@@ -163,7 +163,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// A read is up to two LISTs and a discovery call, each within the cluster timeout.
 	snapshots.ReadTimeout = 3*cfg.ClusterTimeout + time.Second
 
-	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now}
+	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
+		Log: slog.New(api.RequestLogHandler(log.Handler()))}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
