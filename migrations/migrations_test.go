@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/migrations"
+	"github.com/kukie/gitops-server/service"
 )
 
 func TestConcurrentUpThenNoop(t *testing.T) {
@@ -67,5 +73,138 @@ func TestConcurrentUpThenNoop(t *testing.T) {
 	}
 	if tables != 3 {
 		t.Errorf("found %d of the 3 tables", tables)
+	}
+}
+
+// previousVersion is the schema version before the credentials clean-up
+// (00004_repo_url_credentials.sql).
+const previousVersion = 3
+
+// mustMigrateTo applies the migration files in this directory up to
+// version on db, as an older server would have.
+func mustMigrateTo(t *testing.T, db *sql.DB, version int64) *goose.Provider {
+	t.Helper()
+	names, err := filepath.Glob("*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no migration files found (%v): run the test from migrations/", err)
+	}
+	files := fstest.MapFS{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = &fstest.MapFile{Data: b}
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatalf("migrate to %d: %v", version, err)
+	}
+	return p
+}
+
+func TestRepoURLCredentialsCleaned(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.MustCreateDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p := mustMigrateTo(t, db, previousVersion)
+
+	cases := []struct{ name, stored, want string }{
+		{"HTTPSTokenUser", "https://ghp_abc123@github.com/o/r", "https://github.com/o/r"},
+		{"HTTPSUserPassword", "https://u:p@host.example.com/x", "https://host.example.com/x"},
+		{"HTTPSTwoAts", "https://a@b@github.com/o/r", "https://github.com/o/r"},
+		{"HTTPSPortKept", "https://tok@git.example.com:8443/o/r.git", "https://git.example.com:8443/o/r.git"},
+		{"HTTPSOneSlash", "https:/tok@github.com/o/r", "https:/github.com/o/r"},
+		{"HTTPSUpperCaseScheme", "HTTPS://tok@github.com/o/r", "HTTPS://github.com/o/r"},
+		{"HTTPSSurroundingSpace", " https://tok@github.com/o/r\t", "https://github.com/o/r"},
+		{"HTTPSNoBreakSpace", "\u00a0https://tok@github.com/o/r", "https://github.com/o/r"},
+		{"HTTPGitUser", "http://git@git.example.com/o/r", "http://git.example.com/o/r"},
+		{"GitProtocolUser", "git://tok@github.com/o/r", "git://github.com/o/r"},
+		{"SSHTokenUser", "ssh://ghp_abc@github.com/o/r", "ssh://git@github.com/o/r"},
+		{"SSHGitPassword", "ssh://git:pw@github.com:22/o/r.git", "ssh://git@github.com:22/o/r.git"},
+		{"SSHPlainPassword", "ssh://alice:pw@gerrit.example.com:29418/p", "ssh://alice@gerrit.example.com:29418/p"},
+		{"SSHUpperCaseUser", "ssh://Alice@github.com/o/r", "ssh://git@github.com/o/r"},
+		{"GitPlusSSHGlpat", "git+ssh://glpat-abc@gitlab.com/o/r", "git+ssh://git@gitlab.com/o/r"},
+		{"SCPTokenUser", "ghp_x@github.com:o/r", "git@github.com:o/r"},
+		{"SCPGithubPat", "github_pat_11ab@github.com:o/r.git", "git@github.com:o/r.git"},
+		{"SCPHexUser", "3f9a2c7e1b@github.com:o/r", "git@github.com:o/r"},
+		{"SCPUserPassword", "user:pass@github.com:o/r", "user@github.com:o/r"},
+		{"SCPTwoAts", "a@b@github.com:o/r", "git@github.com:o/r"},
+		{"SCPAtInPathTokenUser", "ghp_x@github.com:o@x/r", "git@github.com:o@x/r"},
+		{"BareUser", "tok@github.com/o/r", "github.com/o/r"},
+		{"NoSlashesUser", "https:tok@github.com/o/r", "github.com/o/r"},
+		{"JoinedSlashes", "A:/@/@", "A://"},
+		// Clean URLs are left exactly as they are.
+		{"CleanHTTPS", "https://github.com/o/r", "https://github.com/o/r"},
+		{"CleanAtInPath", "https://github.com/o/r@v1", "https://github.com/o/r@v1"},
+		{"CleanSSHGit", "ssh://git@github.com/o/r", "ssh://git@github.com/o/r"},
+		{"CleanSCPGit", "git@github.com:o/r.git", "git@github.com:o/r.git"},
+		{"CleanSCPPlainUser", "deploy@git.example.com:o/r", "deploy@git.example.com:o/r"},
+		{"CleanSCPAtInPath", "git@github.com:o@x/r", "git@github.com:o@x/r"},
+		{"CleanWithSpaces", " https://github.com/o/r ", " https://github.com/o/r "},
+		{"Disconnected", "", ""},
+	}
+	old := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := db.ExecContext(ctx, `INSERT INTO teams (id, external_id, created_at) VALUES ('t', 't', $1)`, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if _, err := db.ExecContext(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, gitops_repo, created_at, updated_at)
+			VALUES ('t', $1, $1, 'static', 'full', $2, $3, $3)`, c.name, c.stored, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(id string) (repo string, updated time.Time) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, `SELECT gitops_repo, updated_at FROM clusters WHERE team_id = 't' AND id = $1`, id).
+			Scan(&repo, &updated); err != nil {
+			t.Fatal(err)
+		}
+		return repo, updated
+	}
+
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, updated := read(c.name)
+			if got != c.want {
+				t.Errorf("after the migration: %q, want %q", got, c.want)
+			}
+			// The SQL applies service.StripRepoCredentials's rule; the two agree.
+			if s := service.StripRepoCredentials(c.stored); s != c.want {
+				t.Errorf("service.StripRepoCredentials = %q, the migration wrote %q", s, got)
+			}
+			if problem := service.RepoURLCredentialProblem(got); problem != "" {
+				t.Errorf("the cleaned URL %q is still refused: %s", got, problem)
+			}
+			if changed := c.stored != c.want; changed == updated.Equal(old) {
+				t.Errorf("changed %v but updated_at %v", changed, updated)
+			}
+		})
+	}
+
+	// Down keeps the cleaned values (the credentials are gone on purpose);
+	// up again changes nothing.
+	if _, err := p.DownTo(ctx, previousVersion); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if v, err := p.GetDBVersion(ctx); err != nil || v != previousVersion {
+		t.Fatalf("version after down = %d, %v", v, err)
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if got, _ := read(c.name); got != c.want {
+			t.Errorf("%s after down and up: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

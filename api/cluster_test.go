@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kukie/gitops-server/argocd"
+	"github.com/kukie/gitops-server/service"
+)
+
+func TestGitOpsRepoRefusesCredentials(t *testing.T) {
+	a := newTestAPI(t)
+	admin, member := token(t, "carol", "team-a", "admin"), token(t, "alice", "team-a", "member")
+	const put = "/v1/clusters/prod-eks/gitops-repo"
+	for name, repo := range map[string]string{
+		"HTTPSTokenUser":    "https://ghp_xxxSECRETxxx@github.com/org/repo",
+		"HTTPSUserPassword": "https://bob:ghp_xxxSECRETxxx@github.com/org/repo",
+		"SCPTokenUser":      "ghp_xSECRETx@github.com:org/repo",
+		"SSHTokenUser":      "ssh://glpat-SECRET@gitlab.com/org/repo",
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := a.do("PUT", put, admin, map[string]any{"repo_url": repo}, nil)
+			p := res.wantProblem(t, http.StatusUnprocessableEntity, "validation_failed")
+			if len(p.Errors) == 0 || p.Errors[0].Field != "repo_url" {
+				t.Errorf("errors = %+v, want repo_url named", p.Errors)
+			}
+			if strings.Contains(string(res.body), "SECRET") {
+				t.Errorf("the problem repeats the credentials: %s", res.body)
+			}
+		})
+	}
+
+	var c service.Cluster
+	res := a.do("PUT", put, admin, map[string]any{"repo_url": "git@github.com:org/repo.git"}, nil)
+	if res.status != http.StatusOK {
+		t.Fatalf("git@github.com:org/repo.git: %d %s", res.status, res.body)
+	}
+	res.decode(t, &c)
+	if c.GitOpsRepo != "git@github.com:org/repo.git" {
+		t.Errorf("stored %q", c.GitOpsRepo)
+	}
+
+	list := a.do("GET", "/v1/clusters", member, nil, nil)
+	if list.status != http.StatusOK || strings.Contains(string(list.body), "SECRET") || strings.Contains(string(list.body), "ghp_") {
+		t.Errorf("GET /v1/clusters: %d %s", list.status, list.body)
+	}
+	if !strings.Contains(string(list.body), `"gitops_repo":"git@github.com:org/repo.git"`) {
+		t.Errorf("GET /v1/clusters does not show the connected repo: %s", list.body)
+	}
+}
+
+// leakyApps is a cluster holding one Application whose sources embed
+// credentials, read through argocd.ParseApplication as the real reader does,
+// and one Deployment it manages.
+type leakyApps struct{}
+
+const leakyApp = `{"metadata":{"name":"leaky","namespace":"argocd"},"spec":{"project":"default",
+	"sources":[{"repoURL":"https://ghp_SECRET1@github.com/org/repo.git","path":"deploy"},
+		{"repoURL":"ghp_SECRET2@github.com:org/other.git","path":"more"}],
+	"destination":{"server":"https://kubernetes.default.svc","namespace":"web"}},
+	"status":{"sync":{"status":"Synced"},"health":{"status":"Healthy"}}}`
+
+func (leakyApps) ListApplications(context.Context, service.Cluster) (service.AppRead, error) {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(leakyApp), &obj); err != nil {
+		return service.AppRead{}, err
+	}
+	app, _ := argocd.ParseApplication(obj, service.DefaultArgoCDNamespace)
+	return service.AppRead{Apps: []service.Application{app}}, nil
+}
+
+func (leakyApps) ReadObject(_ context.Context, _ service.Cluster, ref service.ResourceRef) (service.ObjectInfo, error) {
+	return service.ObjectInfo{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "api",
+		Namespaced: true, Found: true,
+		Annotations: map[string]string{argocd.TrackingAnnotation: "leaky:apps/Deployment:web/api"}}, nil
+}
+
+func TestAppRepoURLsCarryNoCredentials(t *testing.T) {
+	srv, _ := mustServeWith(t, leakyApps{})
+	doc, router := mustSpec(t)
+	a := &testAPI{t: t, srv: srv, router: router, doc: doc}
+	member := token(t, "alice", "team-a", "member")
+
+	list := a.do("GET", appsPath, member, nil, nil)
+	detail := a.do("GET", appsPath+"/leaky", member, nil, nil)
+	ownership := a.do("POST", "/v1/clusters/prod-eks/argocd/ownership", token(t, "alice", "team-a", "agent"),
+		map[string]any{"resources": []ref{{"kind": "deployment", "namespace": "web", "name": "api"}}}, nil)
+	for name, res := range map[string]response{"list": list, "detail": detail, "ownership": ownership} {
+		if res.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, res.status, res.body)
+		}
+		if strings.Contains(string(res.body), "SECRET") || strings.Contains(string(res.body), "ghp_") {
+			t.Errorf("%s shows credentials: %s", name, res.body)
+		}
+	}
+
+	var l appListResponse
+	list.decode(t, &l)
+	if len(l.Applications) != 1 || len(l.Applications[0].Sources) != 2 ||
+		l.Applications[0].Sources[0].RepoURL != "https://github.com/org/repo.git" ||
+		l.Applications[0].Sources[1].RepoURL != "git@github.com:org/other.git" {
+		t.Errorf("applications = %+v", l.Applications)
+	}
+	if strings.Join(l.Summary.SourceRepos, " ") != "git@github.com:org/other.git https://github.com/org/repo.git" {
+		t.Errorf("summary.source_repos = %v", l.Summary.SourceRepos)
+	}
+	if !strings.Contains(string(ownership.body), `"repo_url":"https://github.com/org/repo.git"`) {
+		t.Errorf("ownership answer does not name the cleaned repo: %s", ownership.body)
+	}
+}
