@@ -39,7 +39,8 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		if !ok || str(row, "name") == "" {
 			continue
 		}
-		app := OwnershipApp{Name: str(row, "name"), Namespace: str(row, "namespace"), RepoURL: str(row, "repo_url"),
+		// Plans stored before repo URLs were cleaned at parse time may hold credentials.
+		app := OwnershipApp{Name: str(row, "name"), Namespace: str(row, "namespace"), RepoURL: StripRepoCredentials(str(row, "repo_url")),
 			Path: str(row, "path"), TargetRevision: str(row, "target_revision"), AutoSync: boolean(row, "auto_sync"),
 			SelfHeal: boolean(row, "self_heal"), Prune: boolean(row, "prune"), Paths: []string{}}
 		paths, _ := row["paths"].([]any)
