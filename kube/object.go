@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,7 +36,7 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	budget := ctx // the caller's whole budget; each call gets r.opts.Timeout within it
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	mapping, err := cs.resolve(ref)
+	mapping, err := cs.resolve(ref, r.opts.Now)
 	if err != nil {
 		return service.ObjectInfo{}, objectError(budget, err)
 	}
@@ -63,22 +64,33 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	return info, nil
 }
 
-// resolve maps a resource reference to its REST mapping, resetting the
-// cached discovery once when nothing matches (a CRD installed since).
-func (cs *clientSet) resolve(ref service.ResourceRef) (*meta.RESTMapping, error) {
+// resolve maps a resource reference to its REST mapping. When nothing
+// matches (perhaps a CRD installed since discovery was cached), the cached
+// discovery is reset and the lookup retried — at most once per
+// rediscoveryInterval per cluster.
+func (cs *clientSet) resolve(ref service.ResourceRef, now func() time.Time) (*meta.RESTMapping, error) {
 	arg := strings.TrimSpace(ref.Kind)
 	if ref.Group != "" && !strings.Contains(arg, ".") {
 		arg += "." + ref.Group
 	}
-	var mapping *meta.RESTMapping
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		if mapping, err = cs.mapping(arg); err == nil || !meta.IsNoMatchError(err) {
-			return mapping, err
-		}
-		cs.mapper.Reset()
+	mapping, err := cs.mapping(arg)
+	if err == nil || !meta.IsNoMatchError(err) || !cs.mayRediscover(now()) {
+		return mapping, err
 	}
-	return nil, err
+	cs.mapper.Reset()
+	return cs.mapping(arg)
+}
+
+// mayRediscover reports whether the cached discovery may be reset at now,
+// and if so records the reset.
+func (cs *clientSet) mayRediscover(now time.Time) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if !cs.lastReset.IsZero() && now.Sub(cs.lastReset) < rediscoveryInterval {
+		return false
+	}
+	cs.lastReset = now
+	return true
 }
 
 func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
@@ -105,9 +117,9 @@ func objectError(budget context.Context, err error) error {
 	case budget.Err() != nil && !unreachableBeforeDeadline(err):
 		return reasonError(service.EUNAVAILABLE, ReasonBudget, "The detection budget ran out.", err)
 	case meta.IsNoMatchError(err):
-		return reasonError(service.EVALIDATION, ReasonKindUnknown, "The cluster serves no such kind: "+short(err), err)
+		return reasonError(service.EVALIDATION, ReasonKindUnknown, "The cluster serves no such kind (Kukie re-reads a cluster's kinds at most every 30 seconds).", err)
 	case unreachable(err):
-		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster cannot be reached: "+short(err), err)
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	case apierrors.IsForbidden(err):
 		return reasonError(service.EFORBIDDEN, ReasonForbidden, "Kukie's role may not read this object.", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -36,8 +37,20 @@ type config struct {
 	CacheMaxClusters   int
 	ClusterTimeout     time.Duration
 	DetectionBudget    time.Duration
-	MutatingTools      map[string]bool
+	// ClusterQPS and ClusterBurst are the client-side rate limit of each
+	// cluster's client (kube.ReaderOptions).
+	ClusterQPS    float64
+	ClusterBurst  int
+	MutatingTools map[string]bool
 }
+
+// Upper bounds of the per-cluster rate limit: far above what one client
+// should ask of a customer's API server (kube-apiserver serves 400
+// concurrent reads by default, for all its clients).
+const (
+	maxClusterQPS   = 1000
+	maxClusterBurst = 2000
+)
 
 // configError names the variable that is wrong; its text is the one line
 // the process prints before exiting.
@@ -65,6 +78,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		CacheMaxClusters:   1024,
 		ClusterTimeout:     5 * time.Second,
 		DetectionBudget:    10 * time.Second,
+		ClusterQPS:         float64(kube.DefaultQPS),
+		ClusterBurst:       kube.DefaultBurst,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -103,6 +118,20 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 			return c, &configError{"KUKIE_CACHE_MAX_CLUSTERS", "must be a whole number from 1 to 1000000"}
 		}
 		c.CacheMaxClusters = n
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_CLUSTER_QPS")); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v > 0 && v <= maxClusterQPS) { // also refuses NaN
+			return c, &configError{"KUKIE_CLUSTER_QPS", fmt.Sprintf("must be a number above 0 and at most %d (requests per second to each cluster)", maxClusterQPS)}
+		}
+		c.ClusterQPS = v
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_CLUSTER_BURST")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxClusterBurst {
+			return c, &configError{"KUKIE_CLUSTER_BURST", fmt.Sprintf("must be a whole number from 1 to %d", maxClusterBurst)}
+		}
+		c.ClusterBurst = n
 	}
 	if c.ClusterTimeout == 0 {
 		return c, &configError{"KUKIE_CLUSTER_TIMEOUT", "must be above zero"}
@@ -196,6 +225,8 @@ func (c config) LogValue() slog.Value {
 		slog.Int("cache_max_clusters", c.CacheMaxClusters),
 		slog.String("cluster_timeout", c.ClusterTimeout.String()),
 		slog.String("detection_budget", c.DetectionBudget.String()),
+		slog.Float64("cluster_qps", c.ClusterQPS),
+		slog.Int("cluster_burst", c.ClusterBurst),
 		slog.Any("mutating_tools", slices.Sorted(maps.Keys(c.MutatingTools))),
 	)
 }

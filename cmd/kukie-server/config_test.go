@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -28,6 +31,16 @@ func TestConfigErrors(t *testing.T) {
 		{"BadLogLevel", map[string]string{"KUKIE_LOG_LEVEL": "loud"}, "KUKIE_LOG_LEVEL"},
 		{"BadAddr", map[string]string{"KUKIE_HTTP_ADDR": "8080"}, "KUKIE_HTTP_ADDR"},
 		{"SameAddrs", map[string]string{"KUKIE_HTTP_ADDR": ":7000", "KUKIE_ADMIN_ADDR": ":7000"}, "KUKIE_ADMIN_ADDR"},
+		{"ClusterQPSZero", map[string]string{"KUKIE_CLUSTER_QPS": "0"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterQPSNegative", map[string]string{"KUKIE_CLUSTER_QPS": "-5"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterQPSNotANumber", map[string]string{"KUKIE_CLUSTER_QPS": "fast"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterQPSNaN", map[string]string{"KUKIE_CLUSTER_QPS": "NaN"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterQPSInf", map[string]string{"KUKIE_CLUSTER_QPS": "+Inf"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterQPSTooHigh", map[string]string{"KUKIE_CLUSTER_QPS": "1000.5"}, "KUKIE_CLUSTER_QPS"},
+		{"ClusterBurstZero", map[string]string{"KUKIE_CLUSTER_BURST": "0"}, "KUKIE_CLUSTER_BURST"},
+		{"ClusterBurstFraction", map[string]string{"KUKIE_CLUSTER_BURST": "1.5"}, "KUKIE_CLUSTER_BURST"},
+		{"ClusterBurstNotANumber", map[string]string{"KUKIE_CLUSTER_BURST": "lots"}, "KUKIE_CLUSTER_BURST"},
+		{"ClusterBurstTooHigh", map[string]string{"KUKIE_CLUSTER_BURST": "2001"}, "KUKIE_CLUSTER_BURST"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,6 +81,43 @@ func TestConfigDefaultsAndMasking(t *testing.T) {
 	logged := cfg.LogValue().String()
 	if strings.Contains(logged, "hunter") || strings.Contains(logged, strings.Repeat("s", 40)) {
 		t.Errorf("logged configuration leaks a secret: %s", logged)
+	}
+}
+
+func TestConfigClusterRateLimit(t *testing.T) {
+	base := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	cases := []struct {
+		name       string
+		qps, burst string
+		wantQPS    float64
+		wantBurst  int
+	}{
+		{"Defaults", "", "", 50, 100},
+		{"Whole", "20", "40", 20, 40},
+		{"Fraction", " 2.5 ", "1", 2.5, 1},
+		{"Highest", "1000", "2000", 1000, 2000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := maps.Clone(base)
+			env["KUKIE_CLUSTER_QPS"], env["KUKIE_CLUSTER_BURST"] = c.qps, c.burst
+			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ClusterQPS != c.wantQPS || cfg.ClusterBurst != c.wantBurst {
+				t.Errorf("QPS %v burst %d, want %v %d", cfg.ClusterQPS, cfg.ClusterBurst, c.wantQPS, c.wantBurst)
+			}
+			var logged strings.Builder
+			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
+			want := fmt.Sprintf("config.cluster_qps=%v config.cluster_burst=%d", c.wantQPS, c.wantBurst)
+			if !strings.Contains(logged.String(), want) {
+				t.Errorf("logged %q, want %q in it", logged.String(), want)
+			}
+		})
 	}
 }
 
