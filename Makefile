@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 .PHONY: run test tools build lint bench
 
-run: tools ## Run the server and the sandbox cluster locally (tokens and curl lines printed).
+run: ## Run the server at once (tokens and curl lines printed); the sandbox cluster attaches when `make tools` is done.
 	./scripts/dev-run.sh
 
 test: tools ## All tests, against the local PostgreSQL and the built kube-apiserver.
