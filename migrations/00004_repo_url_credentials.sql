@@ -17,6 +17,11 @@
 -- raised: the old values appear nowhere. The tokens were exposed and must be
 -- rotated all the same (docs/operations.md).
 --
+-- Plans created before repo URLs were cleaned at parse time hold the same
+-- kind of URL in their ownership answer, payload.argocd.applications[].repo_url
+-- (service/argocd_payload.go), which GET /v1/plans/{id} returns as stored.
+-- Those are cleaned by the same rule below.
+--
 -- The helpers are temporary (pg_temp): they die with this session.
 
 -- +goose StatementBegin
@@ -67,9 +72,10 @@ END
 $$;
 -- +goose StatementEnd
 
+-- STRICT: a NULL would never compare equal in the loop below.
 -- +goose StatementBegin
 CREATE FUNCTION pg_temp.kukie_strip_repo_credentials(raw text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
 DECLARE
     -- Go's strings.TrimSpace: ASCII and Unicode white space at both ends.
     s text := regexp_replace(raw,
@@ -97,6 +103,44 @@ UPDATE clusters
 SET gitops_repo = pg_temp.kukie_strip_repo_credentials(gitops_repo), updated_at = now()
 WHERE gitops_repo <> pg_temp.kukie_strip_repo_credentials(gitops_repo);
 
+-- One element of payload.argocd.applications with a string repo_url
+-- stripped; any other element (not an object, no repo_url, a repo_url that
+-- is not a string) comes back as it is. Without an "@" there is no user
+-- part, so such URLs skip the plpgsql call. STABLE because to_jsonb is: a
+-- truthful label lets PostgreSQL inline the body.
+-- +goose StatementBegin
+CREATE FUNCTION pg_temp.kukie_strip_app_repo_url(app jsonb) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN jsonb_typeof(app) = 'object' AND jsonb_typeof(app -> 'repo_url') = 'string'
+            AND strpos(app ->> 'repo_url', '@') > 0
+        THEN jsonb_set(app, '{repo_url}', to_jsonb(pg_temp.kukie_strip_repo_credentials(app ->> 'repo_url')))
+        ELSE app
+    END
+$$;
+-- +goose StatementEnd
+
+-- The payload is free-form: only a payload whose argocd.applications is an
+-- array is read (-> yields NULL on any other shape, and the CASE keeps
+-- jsonb_array_elements from seeing a non-array whatever order the planner
+-- evaluates the conditions in), and only plans with an element that changes
+-- are written. The rewrite replaces that array alone, elements in their
+-- order; every other key and element stays as stored. plans.updated_at is
+-- left alone: it is the plan's lifecycle time shown to users, and removing
+-- credentials is not a step of the plan.
+UPDATE plans
+SET payload = jsonb_set(payload, '{argocd,applications}', (
+    SELECT jsonb_agg(pg_temp.kukie_strip_app_repo_url(a.app) ORDER BY a.i)
+    FROM jsonb_array_elements(payload -> 'argocd' -> 'applications') WITH ORDINALITY AS a (app, i)))
+WHERE jsonb_typeof(payload -> 'argocd' -> 'applications') = 'array'
+    AND EXISTS (
+        SELECT FROM jsonb_array_elements(CASE
+            WHEN jsonb_typeof(payload -> 'argocd' -> 'applications') = 'array'
+            THEN payload -> 'argocd' -> 'applications'
+        END) AS a (app)
+        WHERE pg_temp.kukie_strip_app_repo_url(a.app) <> a.app);
+
+DROP FUNCTION pg_temp.kukie_strip_app_repo_url(jsonb);
 DROP FUNCTION pg_temp.kukie_strip_repo_credentials(text);
 DROP FUNCTION pg_temp.kukie_strip_repo_user(text);
 DROP FUNCTION pg_temp.kukie_plain_repo_user(text);

@@ -208,3 +208,176 @@ func TestRepoURLCredentialsCleaned(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanPayloadRepoURLCredentialsCleaned(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.MustCreateDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p := mustMigrateTo(t, db, previousVersion)
+
+	// stored and want are JSON payloads; want is "" when the payload must
+	// stay exactly as stored.
+	cases := []struct{ name, stored, want string }{
+		{"SeveralApplications",
+			`{"tool": "kubectl", "argocd": {"level": "full", "summary": "s", "checked_at": "2026-01-02T03:04:05Z",
+				"applications": [
+					{"name": "a", "namespace": "argocd", "repo_url": "https://ghp_abc123@github.com/o/r", "path": "tok@x", "paths": ["p", 1], "auto_sync": true},
+					{"name": "b", "repo_url": "ghp_x@github.com:o/r.git", "target_revision": "main"},
+					{"name": "c", "repo_url": "https://github.com/o/clean"},
+					7, "https://tok@github.com/o/r", null, [{"repo_url": "https://tok@github.com/o/r"}],
+					{"name": "d", "repo_url": 42},
+					{"name": "e", "repo_url": {"url": "https://tok@github.com/o/r"}},
+					{"name": "f"},
+					{"name": "g", "repo_url": " https://u:p@host.example.com/x\t", "weight": 1.50}],
+				"resources": [{"kind": "Deployment", "name": "web", "repo_url": "https://tok@github.com/o/r"}]},
+				"nested": {"argocd": {"applications": [{"repo_url": "https://tok@github.com/o/r"}]}}, "note": "é\n"}`,
+			`{"tool": "kubectl", "argocd": {"level": "full", "summary": "s", "checked_at": "2026-01-02T03:04:05Z",
+				"applications": [
+					{"name": "a", "namespace": "argocd", "repo_url": "https://github.com/o/r", "path": "tok@x", "paths": ["p", 1], "auto_sync": true},
+					{"name": "b", "repo_url": "git@github.com:o/r.git", "target_revision": "main"},
+					{"name": "c", "repo_url": "https://github.com/o/clean"},
+					7, "https://tok@github.com/o/r", null, [{"repo_url": "https://tok@github.com/o/r"}],
+					{"name": "d", "repo_url": 42},
+					{"name": "e", "repo_url": {"url": "https://tok@github.com/o/r"}},
+					{"name": "f"},
+					{"name": "g", "repo_url": "https://host.example.com/x", "weight": 1.50}],
+				"resources": [{"kind": "Deployment", "name": "web", "repo_url": "https://tok@github.com/o/r"}]},
+				"nested": {"argocd": {"applications": [{"repo_url": "https://tok@github.com/o/r"}]}}, "note": "é\n"}`},
+		{"SSHPasswords",
+			`{"argocd": {"applications": [{"name": "a", "repo_url": "ssh://git:pw@github.com:22/o/r.git"}, {"name": "b", "repo_url": "user:pass@github.com:o/r"}]}}`,
+			`{"argocd": {"applications": [{"name": "a", "repo_url": "ssh://git@github.com:22/o/r.git"}, {"name": "b", "repo_url": "user@github.com:o/r"}]}}`},
+		{"CleanURLs", `{"argocd": {"applications": [{"name": "a", "repo_url": "git@github.com:o/r.git"},
+			{"name": "b", "repo_url": " https://github.com/o/r "}, {"name": "c", "repo_url": "https://github.com/o/r@v1"},
+			{"name": "d", "repo_url": "deploy@git.example.com:o/r"}, {"name": "e", "repo_url": ""}]}}`, ""},
+		{"ArgoCDString", `{"argocd": "https://tok@github.com/o/r"}`, ""},
+		{"ArgoCDNull", `{"argocd": null}`, ""},
+		{"ArgoCDArray", `{"argocd": [{"applications": [{"repo_url": "https://tok@github.com/o/r"}]}]}`, ""},
+		{"ApplicationsObject", `{"argocd": {"applications": {"a": {"repo_url": "https://tok@github.com/o/r"}, "repo_url": "https://tok@github.com/o/r"}}}`, ""},
+		{"ApplicationsString", `{"argocd": {"applications": "https://tok@github.com/o/r"}}`, ""},
+		{"ApplicationsEmpty", `{"argocd": {"applications": []}}`, ""},
+		{"ElementNumbers", `{"argocd": {"applications": [1, 2.50, true, "x"]}}`, ""},
+		{"RepoURLNumber", `{"argocd": {"applications": [{"name": "a", "repo_url": 5}, {"name": "b", "repo_url": null}]}}`, ""},
+		{"NoArgoCD", `{"command": "kubectl apply", "repo_url": "https://tok@github.com/o/r"}`, ""},
+		{"PayloadArray", `[{"argocd": {"applications": [{"repo_url": "https://tok@github.com/o/r"}]}}]`, ""},
+		{"PayloadString", `"https://tok@github.com/o/r"`, ""},
+		{"PayloadNull", `null`, ""},
+	}
+	old := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := db.ExecContext(ctx, `INSERT INTO teams (id, external_id, created_at) VALUES ('t', 't', $1)`, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if _, err := db.ExecContext(ctx, `INSERT INTO plans (team_id, id, cluster_id, conversation_id, visibility, tool, command,
+				payload, status, created_by, created_at, updated_at, request_hash)
+			VALUES ('t', md5($1)::uuid, 'c', 'conv', 'shared', 'kubectl', $1, $2::jsonb, 'pending', 'u', $3, $3, 'h')`,
+			c.name, c.stored, old); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	// xmin names the transaction that last wrote a row: it moves only for
+	// rows the migration rewrites.
+	versions := func() map[string]string {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, `SELECT command, xmin::text FROM plans`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[string]string{}
+		for rows.Next() {
+			var name, xmin string
+			if err := rows.Scan(&name, &xmin); err != nil {
+				t.Fatal(err)
+			}
+			m[name] = xmin
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	check := func(t *testing.T, name, want string) {
+		t.Helper()
+		var equal, sameText bool
+		var updated time.Time
+		if err := db.QueryRowContext(ctx, `SELECT payload = $2::jsonb, payload::text = $2::jsonb::text, updated_at
+			FROM plans WHERE command = $1`, name, want).Scan(&equal, &sameText, &updated); err != nil {
+			t.Fatal(err)
+		}
+		if !equal || !sameText {
+			t.Errorf("payload after the migration differs from %s (jsonb equal %v, text equal %v)", want, equal, sameText)
+		}
+		if !updated.Equal(old) {
+			t.Errorf("updated_at moved to %v", updated)
+		}
+	}
+
+	before := versions()
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	after := versions()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := c.want
+			if want == "" {
+				want = c.stored
+			}
+			check(t, c.name, want)
+			if rewritten := after[c.name] != before[c.name]; rewritten != (c.want != "") {
+				t.Errorf("row rewritten %v, want %v", rewritten, c.want != "")
+			}
+		})
+	}
+
+	// The cleaned repo_urls are what service.StripRepoCredentials gives and
+	// pass RepoURLCredentialProblem.
+	rows, err := db.QueryContext(ctx, `SELECT e ->> 'repo_url' FROM plans,
+		jsonb_array_elements(payload -> 'argocd' -> 'applications') AS e
+		WHERE command IN ('SeveralApplications', 'SSHPasswords') AND jsonb_typeof(e -> 'repo_url') = 'string'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			t.Fatal(err)
+		}
+		if problem := service.RepoURLCredentialProblem(u); problem != "" {
+			t.Errorf("a cleaned repo_url is still refused: %s", problem)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"https://ghp_abc123@github.com/o/r", "ghp_x@github.com:o/r.git", " https://u:p@host.example.com/x\t",
+		"ssh://git:pw@github.com:22/o/r.git", "user:pass@github.com:o/r"} {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM plans, jsonb_array_elements(payload -> 'argocd' -> 'applications') AS e
+			WHERE jsonb_typeof(payload -> 'argocd' -> 'applications') = 'array' AND e ->> 'repo_url' = $1`,
+			service.StripRepoCredentials(s)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("no application holds service.StripRepoCredentials of a stored URL (%d stored characters)", len(s))
+		}
+	}
+
+	// Down keeps the cleaned payloads; up again rewrites nothing.
+	if _, err := p.DownTo(ctx, previousVersion); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	again := versions()
+	for _, c := range cases {
+		if again[c.name] != after[c.name] {
+			t.Errorf("%s rewritten by a second up", c.name)
+		}
+	}
+}
