@@ -124,7 +124,7 @@ func NewReader(connector ClusterConnector, opts ReaderOptions) (*Reader, error) 
 }
 
 func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet, error) {
-	key := c.TeamID + "\x00" + c.ID
+	key := c.Key()
 	if cs, ok := r.clients.Get(key); ok {
 		return cs, nil
 	}

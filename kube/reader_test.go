@@ -154,23 +154,28 @@ func TestNamespaceFallback(t *testing.T) {
 func TestFailureClasses(t *testing.T) {
 	closed := closedPortKubeconfig(t)
 	silent := silentListenerKubeconfig(t)
+	// Calls that get an answer have a generous per-call timeout (a real 403
+	// plus discovery under -race on a busy machine); only the listener that
+	// never answers needs a short one, and any length gives it the same class.
+	const answers, silence = 20 * time.Second, 500 * time.Millisecond
 	cases := []struct {
 		name       string
 		kubeconfig []byte
+		timeout    time.Duration
 		reason     string
 		code       string
 	}{
-		{"LimitedUserOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserLimited), kube.ReasonForbidden, service.EFORBIDDEN},
-		{"NobodyOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserNobody), kube.ReasonForbidden, service.EFORBIDDEN},
-		{"AdminWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserAdmin), kube.ReasonNotInstalled, service.ENOTFOUND},
-		{"NobodyWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserNobody), kube.ReasonNotInstalled, service.ENOTFOUND},
-		{"ClosedPort", closed, kube.ReasonUnreachable, service.EUPSTREAM},
-		{"ListenerNeverAnswers", silent, kube.ReasonUnreachable, service.EUPSTREAM},
-		{"BadCredentials", badTokenKubeconfig(t), kube.ReasonUnreachable, service.EUPSTREAM},
+		{"LimitedUserOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserLimited), answers, kube.ReasonForbidden, service.EFORBIDDEN},
+		{"NobodyOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserNobody), answers, kube.ReasonForbidden, service.EFORBIDDEN},
+		{"AdminWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserAdmin), answers, kube.ReasonNotInstalled, service.ENOTFOUND},
+		{"NobodyWithoutCRD", kubeconfig(t, withoutArgo, k8stest.UserNobody), answers, kube.ReasonNotInstalled, service.ENOTFOUND},
+		{"ClosedPort", closed, answers, kube.ReasonUnreachable, service.EUPSTREAM},
+		{"ListenerNeverAnswers", silent, silence, kube.ReasonUnreachable, service.EUPSTREAM},
+		{"BadCredentials", badTokenKubeconfig(t), answers, kube.ReasonUnreachable, service.EUPSTREAM},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, clusters, obs := mustReader(t, 700*time.Millisecond, c.kubeconfig)
+			r, clusters, obs := mustReader(t, c.timeout, c.kubeconfig)
 			_, err := r.ListApplications(context.Background(), clusters[0])
 			if got := service.ErrorReason(err); got != c.reason || service.ErrorCode(err) != c.code {
 				t.Fatalf("reason %q code %q (%v), want %q %q", got, service.ErrorCode(err), err, c.reason, c.code)

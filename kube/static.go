@@ -31,7 +31,7 @@ type StaticCluster struct {
 // StaticConnector connects to clusters described by kubeconfig files
 // (development and non-EKS clusters).
 type StaticConnector struct {
-	configs map[string]*rest.Config // by team + "\x00" + cluster id (ids are free text)
+	configs map[string]*rest.Config // by service.Cluster.Key
 }
 
 var _ ClusterConnector = (*StaticConnector)(nil)
@@ -63,7 +63,7 @@ func LoadStaticClusters(path string) ([]service.Cluster, *StaticConnector, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", where, err)
 		}
-		key := c.TeamID + "\x00" + c.ID
+		key := c.Key()
 		if seen[key] {
 			return nil, nil, fmt.Errorf("%s: cluster %q of team %q appears twice", where, c.ID, c.TeamID)
 		}
@@ -108,7 +108,7 @@ func (sc StaticCluster) cluster() (service.Cluster, error) {
 
 // RESTConfig returns a copy of the cluster's configuration.
 func (s *StaticConnector) RESTConfig(_ context.Context, c service.Cluster) (*rest.Config, error) {
-	cfg, ok := s.configs[c.TeamID+"\x00"+c.ID]
+	cfg, ok := s.configs[c.Key()]
 	if !ok {
 		return nil, fmt.Errorf("no connection configured for static cluster %q of team %q", c.ID, c.TeamID)
 	}
