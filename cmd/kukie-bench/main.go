@@ -5,7 +5,13 @@
 //     returning the same bytes (the ratio is the figure);
 //  2. cluster LIST calls (from the server's metrics) while clients poll
 //     list and detail, without and with refresh=true;
-//  3. cold list latency for 500 apps beside kubectl get applications -A -o json.
+//  3. cold list latency for 500 apps beside kubectl get applications -A -o json;
+//  4. ownership detection of 5 resources, back to back, beside kubectl;
+//  5. concurrent ownership detections on the one cluster (a fixed number of
+//     requests), where the per-cluster client rate limit shows.
+//
+// Phases are skipped with zero durations or counts; -cluster-qps and
+// -cluster-burst set the server's KUKIE_CLUSTER_QPS and KUKIE_CLUSTER_BURST.
 package main
 
 import (
@@ -76,6 +82,9 @@ type options struct {
 	listClients, pollClients int
 	coldRuns                 int
 	detectRuns               int
+	detectClients            int
+	detectRequests           int
+	clusterQPS, clusterBurst string
 }
 
 func run() error {
@@ -87,7 +96,11 @@ func run() error {
 	flag.DurationVar(&o.pollFor, "poll-for", 60*time.Second, "duration of each polling run (0 skips them)")
 	flag.IntVar(&o.pollClients, "poll-clients", 100, "concurrent clients polling list and detail")
 	flag.IntVar(&o.coldRuns, "cold-runs", 10, "cold list measurements")
-	flag.IntVar(&o.detectRuns, "detect-runs", 30, "ownership detections of 5 resources")
+	flag.IntVar(&o.detectRuns, "detect-runs", 30, "ownership detections of 5 resources, back to back")
+	flag.IntVar(&o.detectClients, "detect-clients", 8, "concurrent clients of the concurrent detection phase")
+	flag.IntVar(&o.detectRequests, "detect-requests", 200, "detections in the concurrent phase (0 skips it)")
+	flag.StringVar(&o.clusterQPS, "cluster-qps", "", "the server's KUKIE_CLUSTER_QPS (empty: its default)")
+	flag.StringVar(&o.clusterBurst, "cluster-burst", "", "the server's KUKIE_CLUSTER_BURST (empty: its default)")
 	flag.Parse()
 
 	step("starting the sandbox API server")
@@ -129,6 +142,12 @@ func run() error {
 	srv.Env = append(os.Environ(), "KUKIE_HTTP_ADDR="+api, "KUKIE_ADMIN_ADDR="+admin, "KUKIE_DATABASE_URL="+dbURL,
 		"KUKIE_AUTH_HS256_SECRET="+secret, "KUKIE_MIGRATE_ON_START=true", "KUKIE_LOG_LEVEL=warn",
 		"KUKIE_SHUTDOWN_DELAY=0s", "KUKIE_STATIC_CLUSTERS_FILE="+clustersPath)
+	if o.clusterQPS != "" {
+		srv.Env = append(srv.Env, "KUKIE_CLUSTER_QPS="+o.clusterQPS)
+	}
+	if o.clusterBurst != "" {
+		srv.Env = append(srv.Env, "KUKIE_CLUSTER_BURST="+o.clusterBurst)
+	}
 	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
 	if err := srv.Start(); err != nil {
 		return err
@@ -245,28 +264,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ownershipURL := "http://" + api + "/v1/clusters/bench/argocd/ownership"
+	ownership := &detection{url: "http://" + api + "/v1/clusters/bench/argocd/ownership", body: body5.String(), token: agentTok}
 	detectClient := &http.Client{Transport: &http.Transport{}}
 	for range o.detectRuns {
-		req, _ := http.NewRequest("POST", ownershipURL, strings.NewReader(body5.String()))
-		req.Header.Set("Authorization", "Bearer "+agentTok)
-		req.Header.Set("Content-Type", "application/json")
-		t0 := time.Now()
-		res, err := detectClient.Do(req)
+		took, inServer, err := ownership.once(detectClient)
 		if err != nil {
 			return err
 		}
-		out, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 || !strings.Contains(string(out), `"checked":5`) {
-			return fmt.Errorf("ownership: %d %s", res.StatusCode, out)
-		}
-		detect = append(detect, time.Since(t0))
-		var answer struct {
-			DurationMS int64 `json:"duration_ms"`
-		}
-		_ = json.Unmarshal(out, &answer)
-		detectServer = append(detectServer, time.Duration(answer.DurationMS)*time.Millisecond)
+		detect = append(detect, took)
+		detectServer = append(detectServer, inServer)
 	}
 	if kubectlPath, err := kubectlBinary(); err == nil {
 		for range min(o.detectRuns, 5) {
@@ -287,6 +293,15 @@ func run() error {
 		}
 	}
 
+	// 5. Concurrent detections on the one cluster, from a full token bucket.
+	var concurrent result
+	if o.detectRequests > 0 {
+		time.Sleep(5 * time.Second) // the client's token bucket refills (burst/QPS is 2 s by default)
+		step(fmt.Sprintf("concurrent ownership detection: %d clients, %d requests", o.detectClients, o.detectRequests))
+		concurrent = ownership.load(o.detectClients, o.detectRequests)
+	}
+
+	fmt.Printf("\nServer: KUKIE_CLUSTER_QPS=%s KUKIE_CLUSTER_BURST=%s\n", orDefault(o.clusterQPS), orDefault(o.clusterBurst))
 	fmt.Printf("\n| Measurement | Result |\n|---|---|\n")
 	fmt.Printf("| Cached list, %d clients, %s: kukie-server | %s |\n", o.listClients, o.listFor, kukie)
 	fmt.Printf("| Same bytes from a minimal net/http server | %s |\n", plain)
@@ -302,7 +317,76 @@ func run() error {
 	fmt.Printf("| … of which inside the server (duration_ms), p50 / p99 | %s / %s |\n", pct(detectServer, 50), pct(detectServer, 99))
 	fmt.Printf("| Same with kubectl (5 gets + applications -A, %d runs), p50 / max | %s / %s |\n",
 		len(kubectlDetect), pct(kubectlDetect, 50), pct(kubectlDetect, 100))
+	fmt.Printf("| Concurrent detections of 5 resources, %d clients, %d requests, one cluster | %.1f detections/s (%d in %s), p50 %s, p99 %s, %d errors |\n",
+		o.detectClients, o.detectRequests, concurrent.rps(), concurrent.n, concurrent.elapsed.Round(100*time.Millisecond),
+		pct(concurrent.latencies, 50), pct(concurrent.latencies, 99), concurrent.errors)
 	return nil
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "(server default)"
+	}
+	return s
+}
+
+// detection is one ownership request: POST url with body as an agent.
+type detection struct {
+	url, body, token string
+}
+
+// once sends the request and returns its round trip and the server's own
+// duration_ms; an answer that did not check all 5 resources is an error.
+func (d *detection) once(client *http.Client) (took, inServer time.Duration, err error) {
+	req, _ := http.NewRequest("POST", d.url, strings.NewReader(d.body))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	took = time.Since(t0)
+	if res.StatusCode != 200 || !strings.Contains(string(out), `"checked":5`) {
+		return took, 0, fmt.Errorf("ownership: %d %s", res.StatusCode, out)
+	}
+	var answer struct {
+		DurationMS int64 `json:"duration_ms"`
+	}
+	_ = json.Unmarshal(out, &answer)
+	return took, time.Duration(answer.DurationMS) * time.Millisecond, nil
+}
+
+// load sends requests detections from clients goroutines at once and
+// measures them together (an error is a failed or incomplete detection).
+func (d *detection) load(clients, requests int) result {
+	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	client := &http.Client{Transport: transport, Timeout: 60 * time.Second}
+	defer transport.CloseIdleConnections()
+	var next, errs atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for next.Add(1) <= int64(requests) {
+				took, _, err := d.once(client)
+				mine = append(mine, took)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return result{n: int64(len(all)), errors: errs.Load(), elapsed: time.Since(start), latencies: all}
 }
 
 func step(s string) { fmt.Fprintln(os.Stderr, "kukie-bench:", s) }
