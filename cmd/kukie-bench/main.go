@@ -362,10 +362,22 @@ func (d *detection) once(client *http.Client) (took, inServer time.Duration, err
 // load sends requests detections from clients goroutines at once and
 // measures them together (an error is a failed or incomplete detection).
 func (d *detection) load(clients, requests int) result {
+	var next atomic.Int64
+	return drive(clients, 60*time.Second, func() bool { return next.Add(1) <= int64(requests) },
+		func(client *http.Client, _ int) (time.Duration, error) {
+			took, _, err := d.once(client)
+			return took, err
+		})
+}
+
+// drive runs clients goroutines sharing one connection pool; each sends
+// requests (send's i counts its own) while more says so. It gathers every
+// request's latency and counts the failed ones.
+func drive(clients int, timeout time.Duration, more func() bool, send func(client *http.Client, i int) (time.Duration, error)) result {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
-	client := &http.Client{Transport: transport, Timeout: 60 * time.Second}
+	client := &http.Client{Transport: transport, Timeout: timeout}
 	defer transport.CloseIdleConnections()
-	var next, errs atomic.Int64
+	var errs atomic.Int64
 	var mu sync.Mutex
 	var all []time.Duration
 	start := time.Now()
@@ -373,8 +385,8 @@ func (d *detection) load(clients, requests int) result {
 	for range clients {
 		wg.Go(func() {
 			var mine []time.Duration
-			for next.Add(1) <= int64(requests) {
-				took, _, err := d.once(client)
+			for i := 0; more(); i++ {
+				took, err := send(client, i)
 				mine = append(mine, took)
 				if err != nil {
 					errs.Add(1)
@@ -543,43 +555,22 @@ func (r result) String() string {
 // load runs clients goroutines for d, each sending GET url(i) for its i-th
 // request and reading the whole body.
 func (b *bench) load(clients int, d time.Duration, url func(i int) string) result {
-	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
-	defer transport.CloseIdleConnections()
-	var n, errs atomic.Int64
-	var mu sync.Mutex
-	var all []time.Duration
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			var mine []time.Duration
-			for i := 0; time.Now().Before(deadline); i++ {
-				req, _ := http.NewRequest("GET", url(i), nil)
-				req.Header.Set("Authorization", "Bearer "+b.token)
-				t0 := time.Now()
-				res, err := client.Do(req)
-				if err == nil {
-					_, err = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != 200 {
-						err = fmt.Errorf("status %d", res.StatusCode)
-					}
-				}
-				mine = append(mine, time.Since(t0))
-				n.Add(1)
-				if err != nil {
-					errs.Add(1)
+	deadline := time.Now().Add(d)
+	return drive(clients, 30*time.Second, func() bool { return time.Now().Before(deadline) },
+		func(client *http.Client, i int) (time.Duration, error) {
+			req, _ := http.NewRequest("GET", url(i), nil)
+			req.Header.Set("Authorization", "Bearer "+b.token)
+			t0 := time.Now()
+			res, err := client.Do(req)
+			if err == nil {
+				_, err = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					err = fmt.Errorf("status %d", res.StatusCode)
 				}
 			}
-			mu.Lock()
-			all = append(all, mine...)
-			mu.Unlock()
+			return time.Since(t0), err
 		})
-	}
-	wg.Wait()
-	return result{n: n.Load(), errors: errs.Load(), elapsed: time.Since(start), latencies: all}
 }
 
 // pct returns the p-th percentile (100 = max), rounded for reading.
