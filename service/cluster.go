@@ -25,6 +25,26 @@ const (
 	ClusterStatic ClusterKind = "static"
 )
 
+// AccessState says whether Kukie's access to a cluster is in place. Only an
+// active cluster is read; the others are listed as unavailable with the
+// state as the reason.
+type AccessState string
+
+// Access states: active; pending (AWS is still propagating a change: a job
+// finishes it); degraded (the cluster refused Kukie's credentials);
+// namespace_not_allowed (a registered namespace is outside the stack's
+// AllowedNamespaces); upgrade_failed and revocation_failed (a level
+// switch could not complete); deleting (removal in progress).
+const (
+	AccessActive              AccessState = "active"
+	AccessPending             AccessState = "pending"
+	AccessDegraded            AccessState = "degraded"
+	AccessNamespaceNotAllowed AccessState = "namespace_not_allowed"
+	AccessUpgradeFailed       AccessState = "upgrade_failed"
+	AccessRevocationFailed    AccessState = "revocation_failed"
+	AccessDeleting            AccessState = "deleting"
+)
+
 // DefaultArgoCDNamespace is Argo CD's usual control-plane namespace.
 const DefaultArgoCDNamespace = "argocd"
 
@@ -38,8 +58,44 @@ type Cluster struct {
 	Namespaces      []string    `json:"namespaces"`
 	ArgoCDNamespace string      `json:"argocd_namespace"`
 	GitOpsRepo      string      `json:"gitops_repo"`
-	CreatedAt       time.Time   `json:"-"`
-	UpdatedAt       time.Time   `json:"-"`
+	// AccessState and AccessReason say whether Kukie's access is in place
+	// (static clusters are always active).
+	AccessState  AccessState `json:"access_state"`
+	AccessReason string      `json:"access_reason"`
+	// EKS clusters: the connected account, where the cluster is, and how to
+	// reach it (endpoint and CA from DescribeCluster).
+	AccountID string `json:"account_id,omitempty"`
+	Region    string `json:"region,omitempty"`
+	EKSName   string `json:"eks_name,omitempty"`
+	Endpoint  string `json:"-"`
+	CAData    []byte `json:"-"`
+	// EntryCreated records that Kukie created the access entry, so removal
+	// deletes only what Kukie created.
+	EntryCreated bool      `json:"-"`
+	CreatedAt    time.Time `json:"-"`
+	UpdatedAt    time.Time `json:"-"`
+}
+
+// ClusterAccess is the outcome of an access change on an EKS cluster.
+type ClusterAccess struct {
+	Level        AccessLevel // the applied level
+	State        AccessState
+	Reason       string
+	EntryCreated bool
+	Endpoint     string
+	CAData       []byte
+}
+
+// EKSClusterStore persists EKS cluster registrations (team-scoped like
+// ClusterStore).
+type EKSClusterStore interface {
+	// CreateCluster inserts a registered cluster; the same (account,
+	// region, EKS name) in the team is ECONFLICT with reason cluster_exists.
+	CreateCluster(ctx context.Context, c Cluster, now time.Time) (Cluster, error)
+	// SetClusterAccess records an access change's outcome.
+	SetClusterAccess(ctx context.Context, teamID, id string, a ClusterAccess, now time.Time) (Cluster, error)
+	// DeleteCluster removes the cluster row (after its access was revoked).
+	DeleteCluster(ctx context.Context, teamID, id string) error
 }
 
 // Key identifies the cluster across teams: ids are chosen per team and are

@@ -22,6 +22,7 @@ func scanCluster(row pgx.CollectableRow) (service.Cluster, error) {
 	if c.Namespaces == nil {
 		c.Namespaces = []string{}
 	}
+	c.AccessState = service.AccessActive // static clusters; EKS access states arrive with their columns
 	return c, err
 }
 

@@ -1,0 +1,166 @@
+package service
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// AccountState is where a connected AWS account stands.
+type AccountState string
+
+// Account states: active; confirmation_required (the stack's level could
+// not be taken as it is — a v4 stack or an unknown AccessLevel — and is
+// applied as limited until a person confirms); disconnected (the role can
+// no longer be assumed); deleting (a job removes Kukie's access first).
+const (
+	AccountActive               AccountState = "active"
+	AccountConfirmationRequired AccountState = "confirmation_required"
+	AccountDisconnected         AccountState = "disconnected"
+	AccountDeleting             AccountState = "deleting"
+)
+
+// Account is a customer's AWS account connected to a team through the IAM
+// role the customer's stack created. One account belongs to one team.
+type Account struct {
+	ID                string       `json:"id"`
+	TeamID            string       `json:"-"`
+	AWSAccountID      string       `json:"aws_account_id"`
+	Partition         string       `json:"partition"`
+	RoleARN           string       `json:"role_arn"`
+	StackARN          string       `json:"stack_arn"`
+	AccessLevel       AccessLevel  `json:"access_level"`
+	State             AccountState `json:"state"`
+	StateReason       string       `json:"state_reason"`
+	TemplateVersion   string       `json:"template_version"`
+	AllowedNamespaces []string     `json:"allowed_namespaces"`
+	// NotificationARNs are the stack's SNS topics: the only topics whose
+	// notifications may switch this account's level.
+	NotificationARNs []string  `json:"-"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"-"`
+}
+
+// StackFacts is what the customer's CloudFormation stack says about the
+// access it grants.
+type StackFacts struct {
+	// AccessLevel is the level to apply: never wider than the stack says.
+	// An AccessLevel the server does not know, or a v4 stack, is limited
+	// with ConfirmationRequired set and the Reason why.
+	AccessLevel          AccessLevel
+	ConfirmationRequired bool
+	Reason               string
+	// TemplateVersion is the stack's KukieTemplateVersion output ("4" when
+	// the output is absent).
+	TemplateVersion   string
+	AllowedNamespaces []string
+	NotificationARNs  []string
+}
+
+// EKSCluster is what DescribeCluster says of a cluster.
+type EKSCluster struct {
+	ARN                string
+	Status             string // ACTIVE, CREATING, ...
+	AuthenticationMode string // API, API_AND_CONFIG_MAP, CONFIG_MAP
+	Endpoint           string
+	CAData             []byte // PEM
+}
+
+// AWSAccess is the AWS side of accounts and EKS access, implemented by
+// eksaccess. Every call acts through the customer's role assumed with the
+// team's ExternalId. Failures are *Error with these reasons:
+// assume_role_denied, external_id_not_enforced, stack_not_found,
+// access_entry_conflict, aws_unavailable (throttling, network, 5xx: retry).
+type AWSAccess interface {
+	// VerifyRole checks the ExternalId as AWS recommends: the role can be
+	// assumed with the team's ExternalId, and not without one nor with a
+	// wrong one (else external_id_not_enforced).
+	VerifyRole(ctx context.Context, roleARN, externalID string) error
+	// DescribeStack reads the customer's stack through the role.
+	DescribeStack(ctx context.Context, roleARN, externalID, stackARN string) (StackFacts, error)
+	// DescribeCluster reads an EKS cluster of the account.
+	DescribeCluster(ctx context.Context, a Account, externalID, region, name string) (EKSCluster, error)
+	// GrantAccess gives the role access to the cluster at c.AccessLevel: an
+	// access entry (created unless one fit for it exists; created reports
+	// which) and the level's access policy (ClusterAdmin for the cluster, or
+	// Edit in c.Namespaces).
+	GrantAccess(ctx context.Context, a Account, externalID string, c Cluster) (created bool, err error)
+	// RevokeAccess removes Kukie's policies from the cluster and deletes the
+	// access entry when Kukie created it.
+	RevokeAccess(ctx context.Context, a Account, externalID string, c Cluster) error
+}
+
+// AccountStore persists accounts. Methods are scoped to a team; another
+// team's account is ENOTFOUND with reason account_not_found.
+type AccountStore interface {
+	// CreateAccount inserts a; the same (partition, aws_account_id) in any
+	// team is ECONFLICT with reason aws_account_in_use.
+	CreateAccount(ctx context.Context, a Account, now time.Time) (Account, error)
+	ListAccounts(ctx context.Context, teamID string) ([]Account, error)
+	GetAccount(ctx context.Context, teamID, id string) (Account, error)
+	SetAccountState(ctx context.Context, teamID, id string, state AccountState, reason string, now time.Time) (Account, error)
+}
+
+// ErrAccountNotFound is the error for an account id the team does not have.
+func ErrAccountNotFound() error {
+	return ReasonError(ENOTFOUND, "account_not_found", "The AWS account is not connected to your team.")
+}
+
+// RoleARN is a parsed IAM role ARN: arn:<partition>:iam::<account>:role/<path/>name.
+type RoleARN struct {
+	Partition, AccountID, Name string
+}
+
+// StackARN is a parsed CloudFormation stack ARN:
+// arn:<partition>:cloudformation:<region>:<account>:stack/<name>/<id>.
+type StackARN struct {
+	Partition, Region, AccountID, Name string
+}
+
+var (
+	awsAccountID = regexp.MustCompile(`^[0-9]{12}$`)
+	awsPartition = regexp.MustCompile(`^aws(-[a-z]+)*$`)
+	awsRegion    = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	// IAM role names and path segments: [\w+=,.@-], names up to 64.
+	iamName = regexp.MustCompile(`^[\w+=,.@-]{1,64}$`)
+	iamPath = regexp.MustCompile(`^[\w+=,.@/-]*$`)
+	// Stack names: a letter, then letters, digits and hyphens, up to 128.
+	stackName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,127}$`)
+)
+
+// ParseRoleARN checks an IAM role ARN (paths allowed).
+func ParseRoleARN(s string) (RoleARN, bool) {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "iam" || parts[3] != "" ||
+		!awsPartition.MatchString(parts[1]) || !awsAccountID.MatchString(parts[4]) {
+		return RoleARN{}, false
+	}
+	resource, ok := strings.CutPrefix(parts[5], "role/")
+	if !ok || len(s) > 2048 {
+		return RoleARN{}, false
+	}
+	i := strings.LastIndex(resource, "/")
+	path, name := resource[:i+1], resource[i+1:]
+	if !iamName.MatchString(name) || !iamPath.MatchString(path) || strings.Contains(path, "//") {
+		return RoleARN{}, false
+	}
+	return RoleARN{Partition: parts[1], AccountID: parts[4], Name: name}, true
+}
+
+// ParseStackARN checks a CloudFormation stack ARN.
+func ParseStackARN(s string) (StackARN, bool) {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "cloudformation" || !awsPartition.MatchString(parts[1]) ||
+		!awsRegion.MatchString(parts[3]) || !awsAccountID.MatchString(parts[4]) || len(s) > 2048 {
+		return StackARN{}, false
+	}
+	segments := strings.Split(parts[5], "/")
+	if len(segments) != 3 || segments[0] != "stack" || !stackName.MatchString(segments[1]) || segments[2] == "" {
+		return StackARN{}, false
+	}
+	return StackARN{Partition: parts[1], Region: parts[3], AccountID: parts[4], Name: segments[1]}, true
+}
+
+// ValidRegion reports whether s looks like an AWS region (us-east-1).
+func ValidRegion(s string) bool { return awsRegion.MatchString(s) }
