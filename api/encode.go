@@ -178,7 +178,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	var se *service.Error
 	if errors.As(err, &se) {
 		fields = se.Fields
-		if se.Reason != "" && (wire.status < 500 || se.Code == service.EUPSTREAM) {
+		if se.Reason != "" && (wire.status < 500 || se.Code == service.EUPSTREAM || se.Code == service.EUNAVAILABLE) {
 			wire.code = se.Reason // a refined wire code, e.g. cluster_not_found
 		}
 	}

@@ -40,6 +40,10 @@ func routes(d Deps) []route {
 		{method: "GET", pattern: "/v1/clusters", handler: handleClusterList(d.Logger, d.Clusters)},
 		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins},
 
+		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},
+		{method: "GET", pattern: "/v1/aws/accounts", handler: handleAccountList(d.Logger, d.Accounts), roles: people},
+		{method: "GET", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountGet(d.Logger, d.Accounts), roles: people},
+
 		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}", handler: handleAppDetail(d.Logger, d.ArgoCD)},

@@ -20,6 +20,7 @@ type Deps struct {
 	Teams    *service.Teams
 	Clusters *service.Clusters
 	ArgoCD   *service.ArgoCD
+	Accounts *service.Accounts
 	Metrics  *Metrics
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration

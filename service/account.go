@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // AccountState is where a connected AWS account stands.
@@ -164,3 +166,98 @@ func ParseStackARN(s string) (StackARN, bool) {
 
 // ValidRegion reports whether s looks like an AWS region (us-east-1).
 func ValidRegion(s string) bool { return awsRegion.MatchString(s) }
+
+// ErrAWSUnavailable is the answer when AWS cannot be used: not configured
+// on this server, or throttling, network errors and 5xx from AWS.
+func ErrAWSUnavailable() error {
+	return ReasonError(EUNAVAILABLE, "aws_unavailable", "AWS cannot be reached from Kukie right now; try again later.")
+}
+
+// Accounts is the AWS account use case: connecting a customer's account
+// through the role its stack created, and reading the team's accounts.
+type Accounts struct {
+	Store AccountStore
+	Teams TeamStore
+	// AWS is nil when the server has no AWS configuration: the routes then
+	// answer aws_unavailable and static clusters keep working.
+	AWS AWSAccess
+	Now func() time.Time
+}
+
+// Connect verifies the role (the ExternalId enforced), reads the stack and
+// stores the account. Nothing is stored when a check fails.
+func (s *Accounts) Connect(ctx context.Context, p Principal, roleARN, stackARN string) (Account, error) {
+	var v ValidationErrors
+	role, roleOK := ParseRoleARN(roleARN)
+	if !roleOK {
+		v.Add("role_arn", "must be an IAM role ARN such as arn:aws:iam::123456789012:role/kukie-access")
+	}
+	stack, stackOK := ParseStackARN(stackARN)
+	if !stackOK {
+		v.Add("stack_arn", "must be a CloudFormation stack ARN such as arn:aws:cloudformation:us-east-1:123456789012:stack/kukie-access/<id>")
+	}
+	if err := v.Err(); err != nil {
+		return Account{}, err
+	}
+	if role.AccountID != stack.AccountID || role.Partition != stack.Partition {
+		return Account{}, &Error{Code: EVALIDATION, Reason: "stack_account_mismatch",
+			Message: "The stack and the role belong to different AWS accounts; use the role the stack created.",
+			Fields:  []FieldError{{Field: "stack_arn", Message: "must be in the role's account (" + role.AccountID + ")"}}}
+	}
+	if s.AWS == nil {
+		return Account{}, ErrAWSUnavailable()
+	}
+	now := s.Now().UTC().Truncate(time.Microsecond)
+	team, err := s.Teams.EnsureTeam(ctx, p.TeamID, NewExternalID(), now)
+	if err != nil {
+		return Account{}, err
+	}
+	if err := s.AWS.VerifyRole(ctx, roleARN, team.ExternalID); err != nil {
+		return Account{}, err
+	}
+	facts, err := s.AWS.DescribeStack(ctx, roleARN, team.ExternalID, stackARN)
+	if err != nil {
+		return Account{}, err
+	}
+	id, err := newResourceID()
+	if err != nil {
+		return Account{}, err
+	}
+	a := Account{ID: id, TeamID: p.TeamID, AWSAccountID: role.AccountID, Partition: role.Partition,
+		RoleARN: roleARN, StackARN: stackARN, AccessLevel: facts.AccessLevel, State: AccountActive,
+		TemplateVersion: facts.TemplateVersion, AllowedNamespaces: facts.AllowedNamespaces,
+		NotificationARNs: facts.NotificationARNs, CreatedAt: now, UpdatedAt: now}
+	if a.AllowedNamespaces == nil {
+		a.AllowedNamespaces = []string{}
+	}
+	if facts.ConfirmationRequired {
+		a.State, a.StateReason = AccountConfirmationRequired, facts.Reason
+	}
+	return s.Store.CreateAccount(ctx, a, now)
+}
+
+// List returns the team's accounts.
+func (s *Accounts) List(ctx context.Context, p Principal) ([]Account, error) {
+	as, err := s.Store.ListAccounts(ctx, p.TeamID)
+	if as == nil {
+		as = []Account{}
+	}
+	return as, err
+}
+
+// Get returns one of the team's accounts.
+func (s *Accounts) Get(ctx context.Context, p Principal, id string) (Account, error) {
+	if id == "" || len(id) > maxIDLength {
+		return Account{}, ErrAccountNotFound()
+	}
+	return s.Store.GetAccount(ctx, p.TeamID, id)
+}
+
+// newResourceID returns a fresh, URL-safe id for a server-made resource.
+func newResourceID() (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", WrapError(EINTERNAL, "generate id", err)
+	}
+	return id.String(), nil
+}
