@@ -63,6 +63,11 @@ func (d *Detector) detect(ctx context.Context, c service.Cluster, targets []serv
 	if len(targets) > service.MaxOwnershipTargets {
 		targets, out.Truncated = targets[:service.MaxOwnershipTargets], true
 	}
+	if !c.Readable() {
+		// Access not in place (pending, degraded, being removed): not called.
+		d.skip(ctx, &out, service.ErrNotReadable(c))
+		return out
+	}
 	read := d.readTargets(ctx, c, targets)
 	apps := d.readApplications(ctx, c, read, refresh)
 	if apps.err != nil {

@@ -43,6 +43,9 @@ func (s *ArgoCD) fullCluster(ctx context.Context, p Principal, clusterID string)
 	if cl.AccessLevel != AccessFull {
 		return cl, ErrLimitedAccess()
 	}
+	if !cl.Readable() {
+		return cl, ErrNotReadable(cl)
+	}
 	return cl, nil
 }
 
@@ -218,7 +221,7 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, cl := range clusters {
-		if cl.AccessLevel != AccessFull {
+		if cl.AccessLevel != AccessFull || !cl.Readable() {
 			continue
 		}
 		wg.Go(func() {
@@ -252,6 +255,8 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 	}
 	for i, cl := range clusters {
 		switch {
+		case !cl.Readable():
+			out.Unavailable = append(out.Unavailable, SidebarRef{ID: cl.ID, Name: cl.Name, Reason: string(cl.AccessState)})
 		case cl.AccessLevel != AccessFull:
 			out.Limited = append(out.Limited, SidebarRef{ID: cl.ID, Name: cl.Name})
 		case results[i].ok != nil:

@@ -98,6 +98,20 @@ type EKSClusterStore interface {
 	DeleteCluster(ctx context.Context, teamID, id string) error
 }
 
+// Readable reports whether Kukie may call the cluster: its access is in
+// place (an empty state is a static cluster's).
+func (c Cluster) Readable() bool { return c.AccessState == "" || c.AccessState == AccessActive }
+
+// ErrNotReadable is the answer for reads of a cluster whose access is not
+// in place: it is not called.
+func ErrNotReadable(c Cluster) error {
+	msg := "Kukie's access to this cluster is " + string(c.AccessState) + "."
+	if c.AccessReason != "" {
+		msg += " " + c.AccessReason
+	}
+	return ReasonError(EUPSTREAM, "cluster_unreachable", msg)
+}
+
 // Key identifies the cluster across teams: ids are chosen per team and are
 // free text, so the key separates them with a byte no id holds.
 func (c Cluster) Key() string { return c.TeamID + "\x00" + c.ID }

@@ -1,0 +1,327 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// RegisterCluster is a request to register an EKS cluster of a connected
+// account.
+type RegisterCluster struct {
+	AccountID  string   `json:"account_id"`
+	Region     string   `json:"region"`
+	Name       string   `json:"name"`
+	Namespaces []string `json:"namespaces"`
+}
+
+// AccessChecker confirms that Kukie's own connection to a cluster works (a
+// SelfSubjectReview through the EKS token).
+type AccessChecker interface {
+	CheckAccess(ctx context.Context, c Cluster) error
+}
+
+// AccessJobs runs access changes in the background (retries with backoff
+// while AWS propagates a change).
+type AccessJobs interface {
+	// EnqueueAccess schedules Registrations.FinishAccess for the cluster.
+	EnqueueAccess(ctx context.Context, teamID, clusterID string) error
+	// EnqueueRemoval schedules Registrations.FinishRemoval for the cluster.
+	EnqueueRemoval(ctx context.Context, teamID, clusterID string) error
+}
+
+// Registrations is the EKS cluster registration use case: access entries
+// and policies by the account's level, confirmed through the cluster.
+type Registrations struct {
+	Clusters ClusterStore
+	EKS      EKSClusterStore
+	Accounts AccountStore
+	Teams    TeamStore
+	AWS      AWSAccess // nil: AWS is not configured (aws_unavailable)
+	Checker  AccessChecker
+	Jobs     AccessJobs
+	Now      func() time.Time
+	// Attempt bounds the in-request attempt (default 10 s); a change AWS
+	// is still propagating then finishes in a job.
+	Attempt time.Duration
+	// GiveUp is how long propagation-type failures are retried after the
+	// registration (default 10 min).
+	GiveUp time.Duration
+}
+
+var (
+	eksName   = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
+	namespace = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+)
+
+func (s *Registrations) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// Register registers an EKS cluster: DescribeCluster (ACTIVE, an
+// authentication mode with access entries), the namespaces checked against
+// the account's AllowedNamespaces before any access call, then one attempt
+// to grant and confirm access. A change AWS is still propagating leaves
+// the cluster pending (and a job finishes it); a permanent failure removes
+// the registration and answers why.
+func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCluster) (Cluster, error) {
+	var v ValidationErrors
+	checkText(&v, "account_id", in.AccountID, true, maxIDLength)
+	if !ValidRegion(in.Region) {
+		v.Add("region", "must be an AWS region such as us-east-1")
+	}
+	if !eksName.MatchString(in.Name) {
+		v.Add("name", "must be an EKS cluster name (letters, digits, - and _, at most 100)")
+	}
+	if len(in.Namespaces) == 0 {
+		v.Add("namespaces", "must name at least one namespace (a later switch to limited needs them)")
+	}
+	for i, ns := range in.Namespaces {
+		if !namespace.MatchString(ns) {
+			v.Add(fmt.Sprintf("namespaces[%d]", i), "must be a Kubernetes namespace name")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Cluster{}, err
+	}
+	account, err := s.Accounts.GetAccount(ctx, p.TeamID, in.AccountID)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if account.State == AccountDeleting || account.State == AccountDisconnected {
+		return Cluster{}, ReasonError(ECONFLICT, "conflict", "The AWS account is "+string(account.State)+".")
+	}
+	if s.AWS == nil {
+		return Cluster{}, ErrAWSUnavailable()
+	}
+	now := s.now()
+	team, err := s.Teams.EnsureTeam(ctx, p.TeamID, NewExternalID(), now)
+	if err != nil {
+		return Cluster{}, err
+	}
+	eks, err := s.AWS.DescribeCluster(ctx, account, team.ExternalID, in.Region, in.Name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if eks.Status != "ACTIVE" {
+		return Cluster{}, ReasonError(EVALIDATION, "cluster_not_active", "The EKS cluster is "+eks.Status+", not ACTIVE; register it when it is.")
+	}
+	if eks.AuthenticationMode != "API" && eks.AuthenticationMode != "API_AND_CONFIG_MAP" {
+		return Cluster{}, ReasonError(EVALIDATION, "authentication_mode_unsupported",
+			"The cluster's authentication mode is "+eks.AuthenticationMode+"; access entries need API or API_AND_CONFIG_MAP "+
+				"(aws eks update-cluster-config --name <cluster> --access-config authenticationMode=API_AND_CONFIG_MAP).")
+	}
+	namespaces := slices.Compact(slices.Sorted(slices.Values(in.Namespaces)))
+	if account.AccessLevel != AccessFull {
+		if err := checkAllowed(namespaces, account.AllowedNamespaces); err != nil {
+			return Cluster{}, err
+		}
+	}
+	id, err := newResourceID()
+	if err != nil {
+		return Cluster{}, err
+	}
+	c := Cluster{ID: id, TeamID: p.TeamID, Name: in.Name, Kind: ClusterEKS, AccessLevel: account.AccessLevel,
+		Namespaces: namespaces, ArgoCDNamespace: DefaultArgoCDNamespace, AccessState: AccessPending,
+		AccountID: account.ID, Region: in.Region, EKSName: in.Name, Endpoint: eks.Endpoint, CAData: eks.CAData}
+	if c, err = s.EKS.CreateCluster(ctx, c, now); err != nil {
+		return Cluster{}, err
+	}
+	attempt := s.Attempt
+	if attempt == 0 {
+		attempt = 10 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, attempt)
+	defer cancel()
+	done, err := s.grant(actx, account, team.ExternalID, c)
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case err == nil:
+		return done, nil
+	case s.retryable(err, account, now):
+		if jerr := s.Jobs.EnqueueAccess(bg, c.TeamID, c.ID); jerr != nil {
+			return Cluster{}, jerr
+		}
+		return s.setAccess(bg, done, AccessPending, "AWS is still propagating the change; Kukie retries.", done.EntryCreated)
+	}
+	// Permanent: nothing half-registered stays behind. Only an entry Kukie
+	// created is undone; a customer's own entry (a conflict) is left alone.
+	if done.EntryCreated {
+		_ = s.AWS.RevokeAccess(bg, account, team.ExternalID, done)
+	}
+	_ = s.EKS.DeleteCluster(bg, c.TeamID, c.ID)
+	return Cluster{}, err
+}
+
+// grant gives access at the cluster's level and confirms it through the
+// cluster, recording the outcome when it worked.
+func (s *Registrations) grant(ctx context.Context, a Account, externalID string, c Cluster) (Cluster, error) {
+	created, err := s.AWS.GrantAccess(ctx, a, externalID, c)
+	c.EntryCreated = c.EntryCreated || created
+	if err != nil {
+		return c, err
+	}
+	if err := s.Checker.CheckAccess(ctx, c); err != nil {
+		if ErrorCode(err) != EUNAVAILABLE {
+			// Access entries are eventually consistent: a refusal right after
+			// the association is propagation, not a verdict.
+			err = WrapError(EUNAVAILABLE, "The cluster does not accept Kukie's credentials yet.", err)
+		}
+		_, _ = s.setAccess(context.WithoutCancel(ctx), c, AccessPending, "", c.EntryCreated)
+		return c, err
+	}
+	return s.setAccess(ctx, c, AccessActive, "", c.EntryCreated)
+}
+
+func (s *Registrations) setAccess(ctx context.Context, c Cluster, state AccessState, reason string, created bool) (Cluster, error) {
+	return s.EKS.SetClusterAccess(ctx, c.TeamID, c.ID, ClusterAccess{Level: c.AccessLevel, State: state, Reason: reason,
+		EntryCreated: created, Endpoint: c.Endpoint, CAData: c.CAData}, s.now())
+}
+
+// retryable says whether a failed access change should be tried again:
+// AWS unavailable (throttling, 5xx, network) or propagating, within the
+// give-up window of the account's last change.
+func (s *Registrations) retryable(err error, a Account, now time.Time) bool {
+	if ErrorCode(err) != EUNAVAILABLE {
+		return false
+	}
+	giveUp := s.GiveUp
+	if giveUp == 0 {
+		giveUp = 10 * time.Minute
+	}
+	return now.Sub(a.UpdatedAt) < giveUp || ErrorReason(err) == "aws_unavailable"
+}
+
+// FinishAccess is the job's step: one more attempt to grant and confirm
+// access of a pending cluster. It returns an error when the job should try
+// again; a permanent failure is recorded on the cluster (degraded, with the
+// reason) and is not an error.
+func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID string, lastAttempt bool) error {
+	c, err := s.Clusters.GetCluster(ctx, teamID, clusterID)
+	if err != nil {
+		if ErrorCode(err) == ENOTFOUND {
+			return nil // removed meanwhile
+		}
+		return err
+	}
+	if c.Kind != ClusterEKS || c.AccessState == AccessDeleting {
+		return nil
+	}
+	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
+	if err != nil {
+		return err
+	}
+	if s.AWS == nil {
+		return ErrAWSUnavailable()
+	}
+	team, err := s.Teams.EnsureTeam(ctx, teamID, NewExternalID(), s.now())
+	if err != nil {
+		return err
+	}
+	c.AccessLevel = a.AccessLevel
+	_, err = s.grant(ctx, a, team.ExternalID, c)
+	if err == nil {
+		return nil
+	}
+	if s.retryable(err, a, s.now()) && !lastAttempt {
+		return err
+	}
+	_, serr := s.setAccess(ctx, c, AccessDegraded, ErrorMessage(err), c.EntryCreated)
+	return serr
+}
+
+// checkAllowed reports the namespaces no AllowedNamespaces pattern covers
+// (wildcards as IAM's StringLike: * and ?): the Edit association would be
+// refused for them.
+func checkAllowed(namespaces, allowed []string) error {
+	var v ValidationErrors
+	for i, ns := range namespaces {
+		if !slices.ContainsFunc(allowed, func(pattern string) bool { ok, _ := path.Match(pattern, ns); return ok }) {
+			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is not in the stack's AllowedNamespaces (%v); add it to the stack or register without it", ns, allowed)
+		}
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return &Error{Code: EVALIDATION, Reason: "namespaces_not_allowed", Fields: v,
+		Message: "Some namespaces are outside the stack's AllowedNamespaces; Kukie's role cannot be given access to them."}
+}
+
+// eksCluster returns one of the team's EKS clusters: static clusters are
+// configured by the operator, not through the API.
+func (s *Registrations) eksCluster(ctx context.Context, p Principal, id string) (Cluster, error) {
+	c, err := s.Clusters.GetCluster(ctx, p.TeamID, id)
+	if err != nil {
+		return c, err
+	}
+	if c.Kind != ClusterEKS {
+		return c, ReasonError(ECONFLICT, "conflict", "This cluster is configured by the operator (static); only EKS clusters are registered through the API.")
+	}
+	if s.AWS == nil {
+		return c, ErrAWSUnavailable()
+	}
+	return c, nil
+}
+
+// Reconcile runs the access job of a cluster again (after the customer
+// fixed what its access_reason said).
+func (s *Registrations) Reconcile(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
+	c, err := s.eksCluster(ctx, p, clusterID)
+	if err != nil {
+		return c, err
+	}
+	if c.AccessState == AccessDeleting {
+		return c, ReasonError(ECONFLICT, "conflict", "The cluster is being removed.")
+	}
+	if err := s.Jobs.EnqueueAccess(ctx, c.TeamID, c.ID); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Remove starts removing a cluster: it is marked deleting (and no longer
+// read), and a job removes Kukie's access, then the registration.
+func (s *Registrations) Remove(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
+	c, err := s.eksCluster(ctx, p, clusterID)
+	if err != nil {
+		return c, err
+	}
+	if c, err = s.setAccess(ctx, c, AccessDeleting, "", c.EntryCreated); err != nil {
+		return c, err
+	}
+	return c, s.Jobs.EnqueueRemoval(ctx, c.TeamID, c.ID)
+}
+
+// FinishRemoval is the removal job's step: revoke Kukie's access (the
+// entry only if Kukie created it), then delete the registration. It
+// returns an error when the job should try again; on the last attempt the
+// cluster stays, revocation_failed, with the reason.
+func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID string, lastAttempt bool) error {
+	c, err := s.Clusters.GetCluster(ctx, teamID, clusterID)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
+	if err != nil {
+		return err
+	}
+	if s.AWS == nil {
+		return ErrAWSUnavailable()
+	}
+	team, err := s.Teams.EnsureTeam(ctx, teamID, NewExternalID(), s.now())
+	if err != nil {
+		return err
+	}
+	if err := s.AWS.RevokeAccess(ctx, a, team.ExternalID, c); err != nil {
+		if !lastAttempt {
+			return err
+		}
+		_, serr := s.setAccess(ctx, c, AccessRevocationFailed, ErrorMessage(err), c.EntryCreated)
+		return serr
+	}
+	return s.EKS.DeleteCluster(ctx, teamID, clusterID)
+}
