@@ -11,19 +11,32 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-var _ service.ClusterStore = (*DB)(nil)
+var (
+	_ service.ClusterStore    = (*DB)(nil)
+	_ service.EKSClusterStore = (*DB)(nil)
+)
 
-const clusterColumns = `id, team_id, name, kind, access_level, namespaces, argocd_namespace, gitops_repo, created_at, updated_at`
+// clusterColumns reads a cluster row; static clusters have NULL in the EKS
+// columns, read as "".
+const clusterColumns = `id, team_id, name, kind, access_level, namespaces, argocd_namespace, gitops_repo,
+	access_state, access_reason, coalesce(account_id, ''), coalesce(region, ''), coalesce(eks_name, ''),
+	endpoint, ca_data, entry_created, created_at, updated_at`
 
 func scanCluster(row pgx.CollectableRow) (service.Cluster, error) {
 	var c service.Cluster
 	err := row.Scan(&c.ID, &c.TeamID, &c.Name, &c.Kind, &c.AccessLevel, &c.Namespaces, &c.ArgoCDNamespace,
-		&c.GitOpsRepo, &c.CreatedAt, &c.UpdatedAt)
+		&c.GitOpsRepo, &c.AccessState, &c.AccessReason, &c.AccountID, &c.Region, &c.EKSName,
+		&c.Endpoint, &c.CAData, &c.EntryCreated, &c.CreatedAt, &c.UpdatedAt)
 	if c.Namespaces == nil {
 		c.Namespaces = []string{}
 	}
-	c.AccessState = service.AccessActive // static clusters; EKS access states arrive with their columns
 	return c, err
+}
+
+// sortedNamespaces returns the namespaces distinct and sorted (the order EKS
+// access scopes use), never nil.
+func sortedNamespaces(namespaces []string) []string {
+	return emptyIfNil(slices.Compact(slices.Sorted(slices.Values(namespaces))))
 }
 
 // ListClusters returns the team's clusters ordered by name.
@@ -43,13 +56,11 @@ func (db *DB) GetCluster(ctx context.Context, teamID, id string) (service.Cluste
 	return c, mapError(err)
 }
 
-// UpsertCluster creates or updates a cluster, creating its team on first use.
+// UpsertCluster creates or updates a static cluster, creating its team on
+// first use; it is always active. An id taken by a registered EKS cluster is
+// a conflict: the static configuration does not take it over.
 func (db *DB) UpsertCluster(ctx context.Context, c service.Cluster, now time.Time) (service.Cluster, error) {
-	// Namespaces are kept distinct and sorted (the order EKS access scopes use).
-	namespaces := slices.Compact(slices.Sorted(slices.Values(c.Namespaces)))
-	if namespaces == nil {
-		namespaces = []string{}
-	}
+	namespaces := sortedNamespaces(c.Namespaces)
 	var out service.Cluster
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := ensureTeam(ctx, tx, c.TeamID, service.NewExternalID(), now); err != nil {
@@ -59,11 +70,16 @@ func (db *DB) UpsertCluster(ctx context.Context, c service.Cluster, now time.Tim
 			argocd_namespace, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
 			ON CONFLICT (team_id, id) DO UPDATE SET name = excluded.name, kind = excluded.kind,
 			access_level = excluded.access_level, namespaces = excluded.namespaces,
-			argocd_namespace = excluded.argocd_namespace, updated_at = excluded.updated_at
+			argocd_namespace = excluded.argocd_namespace, access_state = 'active', access_reason = '',
+			updated_at = excluded.updated_at
+			WHERE clusters.kind <> 'eks'
 			RETURNING `+clusterColumns,
 			c.TeamID, c.ID, c.Name, c.Kind, c.AccessLevel, namespaces, c.ArgoCDNamespace, now)
 		var err error
 		out, err = pgx.CollectExactlyOneRow(rows, scanCluster)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return service.Errorf(service.ECONFLICT, "The cluster id %q is taken by a registered EKS cluster.", c.ID)
+		}
 		return err
 	})
 	return out, mapError(err)
@@ -78,4 +94,74 @@ func (db *DB) SetGitOpsRepo(ctx context.Context, teamID, id, repoURL string, now
 		return c, service.ErrClusterNotFound()
 	}
 	return c, mapError(err)
+}
+
+// CreateCluster inserts an EKS registration with the id the service chose.
+// The account must be the team's (else account_not_found); the same
+// (account, region, EKS name) in the team is cluster_exists. An empty Argo
+// CD namespace is the default one.
+func (db *DB) CreateCluster(ctx context.Context, c service.Cluster, now time.Time) (service.Cluster, error) {
+	if c.Kind != service.ClusterEKS {
+		return service.Cluster{}, service.Errorf(service.EINTERNAL, "CreateCluster stores EKS clusters, not kind %q.", c.Kind)
+	}
+	argoCDNamespace := c.ArgoCDNamespace
+	if argoCDNamespace == "" {
+		argoCDNamespace = service.DefaultArgoCDNamespace
+	}
+	var out service.Cluster
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// Hold the account (FOR KEY SHARE) so it cannot go between the
+		// check and the insert.
+		var accountID string
+		err := tx.QueryRow(ctx, `SELECT id FROM aws_accounts WHERE team_id = $1 AND id = $2 FOR KEY SHARE`,
+			c.TeamID, c.AccountID).Scan(&accountID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return service.ErrAccountNotFound()
+		} else if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, namespaces,
+				argocd_namespace, account_id, region, eks_name, endpoint, ca_data, access_state, access_reason,
+				entry_created, created_at, updated_at)
+			VALUES ($1, $2, $3, 'eks', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
+			RETURNING `+clusterColumns,
+			c.TeamID, c.ID, c.Name, c.AccessLevel, sortedNamespaces(c.Namespaces), argoCDNamespace,
+			c.AccountID, c.Region, c.EKSName, c.Endpoint, c.CAData, c.AccessState, c.AccessReason,
+			c.EntryCreated, now)
+		out, err = pgx.CollectExactlyOneRow(rows, scanCluster)
+		return err
+	})
+	return out, mapError(err)
+}
+
+// SetClusterAccess records an access change's outcome on one of the team's
+// EKS clusters (a static cluster is cluster_not_found here). State, reason
+// and EntryCreated are written as given; an empty Level or Endpoint and a
+// nil CAData keep what is stored.
+func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service.ClusterAccess,
+	now time.Time) (service.Cluster, error) {
+	rows, _ := db.pool.Query(ctx, `UPDATE clusters SET
+			access_level = coalesce(nullif($3::text, ''), access_level), access_state = $4, access_reason = $5,
+			entry_created = $6, endpoint = coalesce(nullif($7::text, ''), endpoint),
+			ca_data = coalesce($8::bytea, ca_data), updated_at = $9
+		WHERE team_id = $1 AND id = $2 AND kind = 'eks' RETURNING `+clusterColumns,
+		teamID, id, a.Level, a.State, a.Reason, a.EntryCreated, a.Endpoint, a.CAData, now)
+	c, err := pgx.CollectExactlyOneRow(rows, scanCluster)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, service.ErrClusterNotFound()
+	}
+	return c, mapError(err)
+}
+
+// DeleteCluster removes one of the team's clusters; another team's is
+// cluster_not_found.
+func (db *DB) DeleteCluster(ctx context.Context, teamID, id string) error {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM clusters WHERE team_id = $1 AND id = $2`, teamID, id)
+	if err != nil {
+		return mapError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return service.ErrClusterNotFound()
+	}
+	return nil
 }

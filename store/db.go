@@ -131,7 +131,7 @@ func mapError(err error) error {
 		}
 		switch {
 		case pgErr.Code == "23505":
-			return service.WrapError(service.ECONFLICT, "The object already exists.", err)
+			return uniqueViolation(pgErr.ConstraintName, err)
 		case class == "22":
 			return service.WrapError(service.EVALIDATION, "A value cannot be stored.", err)
 		case class == "08", class == "53", class == "57":
@@ -146,6 +146,19 @@ func mapError(err error) error {
 		return service.WrapError(service.EUNAVAILABLE, "The database is unavailable.", err)
 	}
 	return service.WrapError(service.EINTERNAL, "Database error.", err)
+}
+
+// uniqueViolation maps a unique violation to a conflict, with the reason the
+// service gives the constraint (named in the migrations) when it has one.
+func uniqueViolation(constraint string, err error) error {
+	e := service.WrapError(service.ECONFLICT, "The object already exists.", err)
+	switch constraint {
+	case "aws_accounts_aws_account_key":
+		e.Reason, e.Message = "aws_account_in_use", "The AWS account is already connected to a Kukie team."
+	case "clusters_eks_name_key":
+		e.Reason, e.Message = "cluster_exists", "The EKS cluster is already registered in your team."
+	}
+	return e
 }
 
 // connectionFailed reports whether err means the database could not be
