@@ -135,10 +135,11 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 		Verifier: verifier,
 		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache),
 			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}},
-		Teams:    &service.Teams{Store: db, Now: time.Now},
-		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
-		Metrics:  NewMetrics(prometheus.NewRegistry()),
+		Teams:         &service.Teams{Store: db, Now: time.Now},
+		Clusters:      &service.Clusters{Store: db, Now: time.Now},
+		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
+		AccessReviews: mustAccessReviews(tb, db, reader, clock),
+		Metrics:       NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
 	return srv, clock
@@ -153,11 +154,29 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache) se
 	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now}
 }
 
+// mustAccessReviews builds can-i on reader when it can ask clusters.
+func mustAccessReviews(tb testing.TB, clusters service.ClusterStore, reader service.ApplicationReader, clock *testClock) *service.AccessReviews {
+	tb.Helper()
+	reviewer, ok := reader.(service.AccessReviewer)
+	if !ok {
+		reviewer = failingReader{}
+	}
+	r, err := service.NewAccessReviews(clusters, reviewer, 64, clock.Now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 // failingReader stands in where no test reads a cluster.
 type failingReader struct{}
 
 func (failingReader) ListApplications(context.Context, service.Cluster) (service.AppRead, error) {
 	return service.AppRead{}, errors.New("no cluster reader in this test")
+}
+
+func (failingReader) CanI(context.Context, service.Cluster, service.AccessQuestion) (service.AccessAnswer, error) {
+	return service.AccessAnswer{}, errors.New("no cluster reader in this test")
 }
 
 func (failingReader) ReadObject(context.Context, service.Cluster, service.ResourceRef) (service.ObjectInfo, error) {

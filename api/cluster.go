@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -41,5 +42,58 @@ func handleGitOpsRepoPut(log *slog.Logger, clusters *service.Clusters) http.Hand
 		p, _ := service.PrincipalFromContext(r.Context())
 		c, err := clusters.SetGitOpsRepo(r.Context(), p, chi.URLParam(r, "cluster_id"), *in.RepoURL)
 		reply(w, r, log, c, err)
+	})
+}
+
+// handleClusterRegister registers an EKS cluster of a connected account:
+// 201 when access is in place, 202 while AWS propagates it (a job finishes).
+func handleClusterRegister(log *slog.Logger, reg *service.Registrations) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := decode[service.RegisterCluster](r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		c, err := reg.Register(r.Context(), p, in)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/clusters/"+c.ID)
+		status := http.StatusCreated
+		if c.AccessState != service.AccessActive {
+			status = http.StatusAccepted
+		}
+		encode(w, status, c)
+	})
+}
+
+// clusterJob serves a route that starts a background access change on a
+// cluster and answers 202 with the cluster.
+func clusterJob(log *slog.Logger, start func(context.Context, service.Principal, string) (service.Cluster, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		c, err := start(r.Context(), p, chi.URLParam(r, "cluster_id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusAccepted, c)
+	})
+}
+
+// handleCanI answers whether Kukie's connection to the cluster may do
+// something, from the cluster's own RBAC (cached briefly).
+func handleCanI(log *slog.Logger, reviews *service.AccessReviews) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := decode[service.AccessQuestion](r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		a, err := reviews.CanI(r.Context(), p, chi.URLParam(r, "cluster_id"), q)
+		reply(w, r, log, a, err)
 	})
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kukie/gitops-server/argocd"
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -110,4 +113,63 @@ func TestAppRepoURLsCarryNoCredentials(t *testing.T) {
 	if !strings.Contains(string(ownership.body), `"repo_url":"https://github.com/org/repo.git"`) {
 		t.Errorf("ownership answer does not name the cleaned repo: %s", ownership.body)
 	}
+}
+
+// reviewCounter counts the access reviews that reach the cluster.
+type reviewCounter struct {
+	*kube.Reader
+	n atomic.Int64
+}
+
+func (r *reviewCounter) CanI(ctx context.Context, c service.Cluster, q service.AccessQuestion) (service.AccessAnswer, error) {
+	r.n.Add(1)
+	return r.Reader.CanI(ctx, c, q)
+}
+
+// TestCanI: the answer comes from the cluster's real RBAC through Kukie's
+// own connection (the limited user edits only the sandbox namespaces),
+// and repeated questions are answered from the cache.
+func TestCanI(t *testing.T) {
+	var counter *reviewCounter
+	a := newArgoAPIWith(t, func(r *kube.Reader) service.ApplicationReader {
+		counter = &reviewCounter{Reader: r}
+		return counter
+	})
+	agent := token(t, "alice", "team-a", "agent")
+	ask := func(cluster string, q map[string]any) service.AccessAnswer {
+		t.Helper()
+		var ans service.AccessAnswer
+		a.do("POST", "/v1/clusters/"+cluster+"/access/can-i", agent, q, nil).decode(t, &ans)
+		return ans
+	}
+	patch := map[string]any{"verb": "patch", "group": "apps", "resource": "deployments", "namespace": "sandbox-plain"}
+	if ans := ask("limited-cl", patch); !ans.Allowed {
+		t.Errorf("limited user patching deployments in sandbox-plain: %+v", ans)
+	}
+	inArgo := map[string]any{"verb": "list", "group": "argoproj.io", "resource": "applications", "namespace": "argocd"}
+	if ans := ask("limited-cl", inArgo); ans.Allowed || ans.Reason == "" {
+		t.Errorf("limited user listing Applications in argocd: %+v", ans)
+	}
+	if ans := ask("prod-eks", inArgo); !ans.Allowed {
+		t.Errorf("admin listing Applications: %+v", ans)
+	}
+	before := counter.n.Load()
+	for range 5 {
+		if ans := ask("limited-cl", patch); !ans.Allowed {
+			t.Fatalf("cached answer changed: %+v", ans)
+		}
+	}
+	if counter.n.Load() != before {
+		t.Errorf("%d reviews reached the cluster for cached questions", counter.n.Load()-before)
+	}
+	a.clock.Advance(10 * time.Second)
+	ask("limited-cl", patch)
+	if counter.n.Load() != before+1 {
+		t.Errorf("after the TTL: %d reviews, want 1 more", counter.n.Load()-before)
+	}
+	a.do("POST", "/v1/clusters/limited-cl/access/can-i", agent, map[string]any{"verb": "frobnicate", "resource": "pods"}, nil).
+		wantProblem(t, 422, "validation_failed")
+	a.do("POST", "/v1/clusters/nope/access/can-i", agent, patch, nil).wantProblem(t, 404, "cluster_not_found")
+	a.do("POST", "/v1/clusters/limited-cl/access/can-i", token(t, "eve", "team-b", "agent"), patch, nil).
+		wantProblem(t, 404, "cluster_not_found")
 }

@@ -38,6 +38,10 @@ func routes(d Deps) []route {
 		{method: "GET", pattern: "/v1/team", handler: handleTeamGet(d.Logger, d.Teams)},
 
 		{method: "GET", pattern: "/v1/clusters", handler: handleClusterList(d.Logger, d.Clusters)},
+		{method: "POST", pattern: "/v1/clusters", handler: handleClusterRegister(d.Logger, d.Registrations), roles: admins, humanOnly: true},
+		{method: "DELETE", pattern: "/v1/clusters/{cluster_id}", handler: clusterJob(d.Logger, d.Registrations.Remove), roles: admins, humanOnly: true},
+		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/reconcile", handler: clusterJob(d.Logger, d.Registrations.Reconcile), roles: admins, humanOnly: true},
+		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/can-i", handler: handleCanI(d.Logger, d.AccessReviews)},
 		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins},
 
 		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},

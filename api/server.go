@@ -21,7 +21,10 @@ type Deps struct {
 	Clusters *service.Clusters
 	ArgoCD   *service.ArgoCD
 	Accounts *service.Accounts
-	Metrics  *Metrics
+	// Registrations registers EKS clusters and changes Kukie's access.
+	Registrations *service.Registrations
+	AccessReviews *service.AccessReviews
+	Metrics       *Metrics
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration
 }

@@ -165,15 +165,20 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler()))}
+	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
+	if err != nil {
+		return err
+	}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
 		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector,
 			MutatingTools: cfg.MutatingTools},
-		Teams:    &service.Teams{Store: db, Now: time.Now},
-		Clusters: &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:   &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
-		Metrics:  api.NewMetrics(reg),
+		Teams:         &service.Teams{Store: db, Now: time.Now},
+		Clusters:      &service.Clusters{Store: db, Now: time.Now},
+		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
+		AccessReviews: reviews,
+		Metrics:       api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {
