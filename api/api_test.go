@@ -103,6 +103,20 @@ func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock();
 // snapshot cache runs on the returned clock.
 func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *testClock) {
 	tb.Helper()
+	return mustServeWithAWS(tb, reader, awsDeps{}, extra...)
+}
+
+// awsDeps are the AWS side of a test API: nil AWS answers aws_unavailable.
+type awsDeps struct {
+	aws     service.AWSAccess
+	checker service.AccessChecker
+	jobs    service.AccessJobs
+}
+
+// mustServeWithAWS is mustServeWith with AWS accounts and EKS registration
+// behind the given (fake) AWS side.
+func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDeps, extra ...service.Cluster) (*httptest.Server, *testClock) {
+	tb.Helper()
 	db, _ := pgtest.MustOpenDB(tb)
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {
@@ -139,7 +153,10 @@ func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...ser
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
 		AccessReviews: mustAccessReviews(tb, db, reader, clock),
-		Metrics:       NewMetrics(prometheus.NewRegistry()),
+		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Now: time.Now},
+		Registrations: &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
+			Checker: aws.checker, Jobs: aws.jobs, Now: time.Now},
+		Metrics: NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
 	return srv, clock

@@ -165,6 +165,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler()))}
+	// AWS (accounts, EKS registration) is wired when configured; without it
+	// those routes answer aws_unavailable and static clusters keep working.
+	var awsAccess service.AWSAccess
+	var accessJobs service.AccessJobs
 	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
 	if err != nil {
 		return err
@@ -178,7 +182,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
 		AccessReviews: reviews,
-		Metrics:       api.NewMetrics(reg),
+		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: awsAccess, Now: time.Now},
+		Registrations: &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
+			Checker: reader, Jobs: accessJobs, Now: time.Now},
+		Metrics: api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {
