@@ -1,0 +1,163 @@
+package eksaccess
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// Failure reasons (the problem codes clients see) this package returns.
+const (
+	reasonAssumeRoleDenied      = "assume_role_denied"
+	reasonExternalIDNotEnforced = "external_id_not_enforced"
+	reasonStackNotFound         = "stack_not_found"
+	reasonAccessEntryConflict   = "access_entry_conflict"
+	reasonAWSUnavailable        = "aws_unavailable"
+	// ReasonEKSClusterNotFound: DescribeCluster found no such cluster in
+	// the region (ENOTFOUND).
+	ReasonEKSClusterNotFound = "eks_cluster_not_found"
+	// ReasonAWSAccessDenied: the customer's role is not allowed an EKS call
+	// Kukie needs (EVALIDATION): the stack is not the current template, was
+	// changed by hand, or the IAM change is still propagating.
+	ReasonAWSAccessDenied = "aws_access_denied"
+	// ReasonAWSRequestRejected: AWS refused a call for another reason
+	// (EVALIDATION); the AWS error code is in the message.
+	ReasonAWSRequestRejected = "aws_request_rejected"
+	// ReasonClusterUnauthorized: the cluster did not accept Kukie's token
+	// (EUPSTREAM), e.g. an access entry still propagating or removed.
+	ReasonClusterUnauthorized = "cluster_unauthorized"
+	// ReasonClusterUnreachable: the cluster's endpoint could not be reached
+	// (EUPSTREAM); the same code kube uses for reads.
+	ReasonClusterUnreachable = "cluster_unreachable"
+)
+
+// PropagationWindow is how long after a role or stack change IAM and EKS
+// refusals are taken for propagation delays and retried.
+const PropagationWindow = 5 * time.Minute
+
+// Retryable reports whether the job runner should try err's operation
+// again, sinceRoleChange after the role or stack last changed: throttling,
+// 5xx and network failures always; within PropagationWindow also
+// CreateAccessEntry's InvalidParameterException ("invalid principal" while
+// a new role propagates), EKS AccessDeniedException (a new IAM policy
+// propagating) and a cluster that does not accept the token yet (access
+// entries are eventually consistent). Everything else is permanent. It
+// decides by operation, error code and elapsed time, never by message text.
+func Retryable(err error, sinceRoleChange time.Duration) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if transient(err) {
+		return true
+	}
+	if sinceRoleChange >= PropagationWindow {
+		return false
+	}
+	code := apiCode(err)
+	switch {
+	case operation(err) == "CreateAccessEntry" && code == "InvalidParameterException":
+		return true
+	case code == "AccessDeniedException":
+		return true
+	case apierrors.IsUnauthorized(err):
+		return true
+	}
+	return false
+}
+
+// transient reports AWS (or a cluster) being unreachable or overloaded:
+// throttling codes, 5xx answers, connection failures and timeouts.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if code := apiCode(err); code != "" {
+		if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
+			return true
+		}
+		if _, ok := retry.DefaultRetryableErrorCodes[code]; ok {
+			return true
+		}
+		switch code {
+		case "ServiceUnavailable", "ServiceUnavailableException", "ServerException",
+			"InternalFailure", "InternalError", "ResourcePropagationDelayException":
+			return true
+		}
+	}
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &resp) && (resp.HTTPStatusCode() >= 500 || resp.HTTPStatusCode() == 429) {
+		return true
+	}
+	var send *smithyhttp.RequestSendError
+	if errors.As(err, &send) {
+		return true
+	}
+	return retry.RetryableConnectionError{}.IsErrorRetryable(err).Bool()
+}
+
+// apiCode is the AWS error code in err's chain, or "".
+func apiCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// operation is the name of the AWS operation that failed, or "".
+func operation(err error) string {
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		return op.Operation()
+	}
+	return ""
+}
+
+func errUnavailable(err error) error {
+	return &service.Error{Code: service.EUNAVAILABLE, Reason: reasonAWSUnavailable,
+		Message: "AWS cannot be reached from Kukie right now; try again later.", Err: err}
+}
+
+// assumeError maps a failed AssumeRole with the team's ExternalId.
+func assumeError(err error) error {
+	var se *service.Error
+	switch {
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, context.Canceled):
+		return err
+	case transient(err):
+		return errUnavailable(err)
+	case apiCode(err) == "AccessDenied":
+		return &service.Error{Code: service.EVALIDATION, Reason: reasonAssumeRoleDenied, Err: err,
+			Message: "Kukie could not assume the role with your team's ExternalId: check the role's trust policy " +
+				"(Kukie's AWS account as principal, sts:ExternalId equal to your team's ExternalId) and that the role exists."}
+	}
+	return service.WrapError(service.EINTERNAL, "AssumeRole failed.", err)
+}
+
+// eksError maps a failed EKS call whose specific outcomes the caller has
+// already handled.
+func eksError(err error) error {
+	switch code := apiCode(err); {
+	case errors.Is(err, context.Canceled):
+		return err
+	case transient(err):
+		return errUnavailable(err)
+	case code == "AccessDeniedException":
+		return &service.Error{Code: service.EVALIDATION, Reason: ReasonAWSAccessDenied, Err: err,
+			Message: "The role is not allowed " + "eks:" + operation(err) + " on this cluster: update the stack to the current Kukie template " +
+				"and keep the namespaces within AllowedNamespaces (a change made moments ago may still be propagating)."}
+	case code != "":
+		return &service.Error{Code: service.EVALIDATION, Reason: ReasonAWSRequestRejected, Err: err,
+			Message: "AWS refused eks:" + operation(err) + " (" + code + ")."}
+	}
+	return service.WrapError(service.EINTERNAL, "EKS call failed.", err)
+}
