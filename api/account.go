@@ -49,3 +49,13 @@ func handleAccountGet(log *slog.Logger, accounts *service.Accounts) http.Handler
 		reply(w, r, log, a, err)
 	})
 }
+
+// handleOnboarding answers what the customer's stack needs: the team's
+// ExternalId, the template parameters and an honest account of each level.
+func handleOnboarding(log *slog.Logger, accounts *service.Accounts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		o, err := accounts.Onboarding(r.Context(), p)
+		reply(w, r, log, o, err)
+	})
+}

@@ -204,8 +204,8 @@ func TestRegisterCluster(t *testing.T) {
 	}
 	register("prod", "web").wantProblem(t, 409, "cluster_exists")
 	grants := aws.grants
-	p := register("other", "web", "default").wantProblem(t, 422, "namespaces_not_allowed")
-	if len(p.Errors) != 1 || aws.grants != grants {
+	p := register("other", "web", "default", "kube-system").wantProblem(t, 422, "namespaces_not_allowed")
+	if len(p.Errors) != 2 || aws.grants != grants {
 		t.Errorf("outside namespaces: errors %+v, %d access calls", p.Errors, aws.grants-grants)
 	}
 	aws.set(func(f *fakeAWS) { f.cluster.AuthenticationMode = "CONFIG_MAP" })
@@ -258,4 +258,17 @@ func TestRegisterCluster(t *testing.T) {
 	a.do("DELETE", "/v1/clusters/prod-eks", admin, nil, nil).wantProblem(t, 409, "conflict")
 	a.do("DELETE", "/v1/clusters/"+pending.ID, token(t, "eve", "team-b", "admin"), nil, nil).wantProblem(t, 404, "cluster_not_found")
 	a.do("POST", "/v1/clusters", token(t, "eve", "team-b", "admin"), register2, nil).wantProblem(t, 404, "account_not_found")
+}
+
+func TestOnboarding(t *testing.T) {
+	a, _ := newAWSAPI(t, nil)
+	member := token(t, "alice", "team-a", "member")
+	var team service.Team
+	a.do("GET", "/v1/team", member, nil, nil).decode(t, &team)
+	var o service.Onboarding
+	a.do("GET", "/v1/aws/onboarding", member, nil, nil).decode(t, &o)
+	if o.ExternalID == "" || o.ExternalID != team.ExternalID || len(o.Levels) != 2 {
+		t.Errorf("onboarding = %+v (team %s)", o, team.ExternalID)
+	}
+	a.do("GET", "/v1/aws/onboarding", token(t, "bot", "team-a", "agent"), nil, nil).wantProblem(t, 403, "forbidden")
 }

@@ -44,6 +44,7 @@ func routes(d Deps) []route {
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/can-i", handler: handleCanI(d.Logger, d.AccessReviews)},
 		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins},
 
+		{method: "GET", pattern: "/v1/aws/onboarding", handler: handleOnboarding(d.Logger, d.Accounts), roles: people},
 		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},
 		{method: "GET", pattern: "/v1/aws/accounts", handler: handleAccountList(d.Logger, d.Accounts), roles: people},
 		{method: "GET", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountGet(d.Logger, d.Accounts), roles: people},

@@ -181,7 +181,10 @@ type Accounts struct {
 	// AWS is nil when the server has no AWS configuration: the routes then
 	// answer aws_unavailable and static clusters keep working.
 	AWS AWSAccess
-	Now func() time.Time
+	// ServiceAccountID is the AWS account of the service's own identity,
+	// which the customer's role trusts ("" when AWS is not configured).
+	ServiceAccountID string
+	Now              func() time.Time
 }
 
 // Connect verifies the role (the ExternalId enforced), reads the stack and
@@ -260,4 +263,15 @@ func newResourceID() (string, error) {
 		return "", WrapError(EINTERNAL, "generate id", err)
 	}
 	return id.String(), nil
+}
+
+// Onboarding returns what a team needs to create the customer stack: its
+// ExternalId, the template's parameters and the levels described by what
+// the role can do.
+func (s *Accounts) Onboarding(ctx context.Context, p Principal) (Onboarding, error) {
+	team, err := s.Teams.EnsureTeam(ctx, p.TeamID, NewExternalID(), s.Now().UTC().Truncate(time.Microsecond))
+	if err != nil {
+		return Onboarding{}, err
+	}
+	return NewOnboarding(team, s.ServiceAccountID), nil
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -237,6 +238,11 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 func checkAllowed(namespaces, allowed []string) error {
 	var v ValidationErrors
 	for i, ns := range namespaces {
+		if strings.HasPrefix(ns, "kube-") {
+			// The template never lets the LIMITED role into system namespaces.
+			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is a system namespace; limited access never covers kube-* namespaces", ns)
+			continue
+		}
 		if !slices.ContainsFunc(allowed, func(pattern string) bool { ok, _ := path.Match(pattern, ns); return ok }) {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is not in the stack's AllowedNamespaces (%v); add it to the stack or register without it", ns, allowed)
 		}
