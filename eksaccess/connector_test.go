@@ -236,3 +236,13 @@ func TestErrorsKeepCause(t *testing.T) {
 		t.Errorf("errUnavailable = %v", err)
 	}
 }
+
+// mustHTTPClient is the HTTP client client-go would build from cfg.
+func mustHTTPClient(t *testing.T, cfg *rest.Config) *http.Client {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}

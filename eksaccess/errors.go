@@ -3,6 +3,7 @@ package eksaccess
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -44,7 +45,7 @@ const PropagationWindow = 5 * time.Minute
 
 // Retryable reports whether the job runner should try err's operation
 // again, sinceRoleChange after the role or stack last changed: throttling,
-// 5xx and network failures always; within PropagationWindow also
+// 5xx and network failures (of AWS or of the cluster) always; within PropagationWindow also
 // CreateAccessEntry's InvalidParameterException ("invalid principal" while
 // a new role propagates), EKS AccessDeniedException (a new IAM policy
 // propagating) and a cluster that does not accept the token yet (access
@@ -54,7 +55,7 @@ func Retryable(err error, sinceRoleChange time.Duration) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if transient(err) {
+	if transient(err) || clusterUnreachable(err) {
 		return true
 	}
 	if sinceRoleChange >= PropagationWindow {
@@ -97,9 +98,10 @@ func transient(err error) bool {
 	}
 	var send *smithyhttp.RequestSendError
 	if errors.As(err, &send) {
-		return true
+		return true // the SDK wraps every transport failure in it
 	}
-	return retry.RetryableConnectionError{}.IsErrorRetryable(err).Bool()
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // apiCode is the AWS error code in err's chain, or "".
