@@ -120,7 +120,7 @@ func TestCloudFormationSignature(t *testing.T) {
 	if _, err := cfnClient(f, cfg).DescribeStacks(ctx(t), in); err != nil {
 		t.Fatalf("assumed credentials: %v", err)
 	}
-	cfg.Credentials = staticCreds(creds.AccessKeyID, "x"+creds.SecretAccessKey[1:], creds.SessionToken)
+	cfg.Credentials = staticCreds(creds.AccessKeyID, tamper(creds.SecretAccessKey), creds.SessionToken)
 	_, err = cfnClient(f, cfg).DescribeStacks(ctx(t), in)
 	apiError(t, err, "SignatureDoesNotMatch", http.StatusForbidden)
 	cfg.Credentials = staticCreds(creds.AccessKeyID, creds.SecretAccessKey, "other-token")

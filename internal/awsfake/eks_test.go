@@ -331,7 +331,7 @@ func TestEKSAuthentication(t *testing.T) {
 		code              string
 	}{
 		{"Assumed", creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken, ""},
-		{"ErrTamperedSecret", creds.AccessKeyID, "x" + creds.SecretAccessKey[1:], creds.SessionToken, "InvalidSignatureException"},
+		{"ErrTamperedSecret", creds.AccessKeyID, tamper(creds.SecretAccessKey), creds.SessionToken, "InvalidSignatureException"},
 		{"ErrWrongSessionToken", creds.AccessKeyID, creds.SecretAccessKey, "other", "UnrecognizedClientException"},
 		{"ErrUnknownKey", "ASIAUNKNOWN000000000", creds.SecretAccessKey, creds.SessionToken, "UnrecognizedClientException"},
 		{"ErrBaseIdentity", f.BaseCredentials().AccessKeyID, f.BaseCredentials().SecretAccessKey, "", "AccessDeniedException"},

@@ -117,3 +117,11 @@ func baseConfigWith(f *awsfake.AWS, id, secret string) aws.Config {
 	cfg.Credentials = staticCreds(id, secret, "")
 	return cfg
 }
+
+// tamper changes the first character of a secret.
+func tamper(secret string) string {
+	if secret[0] == 'A' {
+		return "B" + secret[1:]
+	}
+	return "A" + secret[1:]
+}

@@ -86,6 +86,14 @@ func TestVerifyToken(t *testing.T) {
 		t.Errorf("caller = %+v", got)
 	}
 
+	helper, err := f.Token(ctx(t), cfg.Credentials, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.VerifyToken(helper, "prod"); err != nil || got.PrincipalARN != roleARN {
+		t.Fatalf("Token helper's token: %+v %v", got, err)
+	}
+
 	cases := []struct {
 		name    string
 		token   string
@@ -131,7 +139,7 @@ func TestVerifyToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		bad := baseConfig(f)
-		bad.Credentials = staticCreds(creds.AccessKeyID, "x"+creds.SecretAccessKey[1:], creds.SessionToken)
+		bad.Credentials = staticCreds(creds.AccessKeyID, tamper(creds.SecretAccessKey), creds.SessionToken)
 		tok := token(t, f, bad, "prod", presignOptions{clusterHeader: true, expires: true})
 		if _, err := f.VerifyToken(tok, "prod"); !errors.Is(err, awsfake.ErrTokenSignature) {
 			t.Fatalf("VerifyToken: %v, want %v", err, awsfake.ErrTokenSignature)
