@@ -42,13 +42,19 @@ const (
 type Options struct {
 	// ArgoCD installs the Application CRD and the fixture apps and workloads.
 	ArgoCD bool
+	// TokenWebhookURL, when set, makes the API server authenticate bearer
+	// tokens it does not know through a TokenReview webhook
+	// (authentication.k8s.io/v1) at this URL (http:// allowed), with the
+	// success cache off; the EKS simulation in awsfake/ekssim uses it.
+	TokenWebhookURL string
 }
 
 // Cluster is a running API server with its users.
 type Cluster struct {
-	env   *envtest.Environment
-	users map[string]*envtest.AuthenticatedUser
-	dyn   dynamic.Interface
+	env        *envtest.Environment
+	users      map[string]*envtest.AuthenticatedUser
+	dyn        dynamic.Interface
+	webhookDir string // holds the token webhook's kubeconfig, removed by Stop
 }
 
 // AssetsDir returns the directory holding kube-apiserver and etcd:
@@ -132,10 +138,17 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		env.CRDs = []*apiextv1.CustomResourceDefinition{crd}
 	}
+	var webhookDir string
+	if opts.TokenWebhookURL != "" {
+		if webhookDir, err = tokenWebhook(env, opts.TokenWebhookURL); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := env.Start(); err != nil {
+		_ = os.RemoveAll(webhookDir)
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c := &Cluster{env: env, users: map[string]*envtest.AuthenticatedUser{}}
+	c := &Cluster{env: env, users: map[string]*envtest.AuthenticatedUser{}, webhookDir: webhookDir}
 	for name, groups := range map[string][]string{
 		UserAdmin: {"system:masters"}, UserLimited: nil, UserArgoCDReader: nil, UserNobody: nil,
 	} {
@@ -176,8 +189,40 @@ func applicationCRD() (*apiextv1.CustomResourceDefinition, error) {
 	return crd, yaml.UnmarshalStrict(b, crd)
 }
 
+// tokenWebhook writes the webhook's kubeconfig into a new directory and
+// points the API server at it.
+func tokenWebhook(env *envtest.Environment, url string) (string, error) {
+	dir, err := os.MkdirTemp("", "k8stest-webhook-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "token-webhook.kubeconfig")
+	kubeconfig := fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: webhook, cluster: {server: %q}}]
+users: [{name: apiserver, user: {}}]
+contexts: [{name: webhook, context: {cluster: webhook, user: apiserver}}]
+current-context: webhook
+`, url)
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("authentication-token-webhook-config-file", path).
+		Set("authentication-token-webhook-version", "v1").
+		Set("authentication-token-webhook-cache-ttl", "0s")
+	return dir, nil
+}
+
 // Stop stops the control plane and removes its files.
-func (c *Cluster) Stop() error { return c.env.Stop() }
+func (c *Cluster) Stop() error {
+	err := c.env.Stop()
+	if c.webhookDir != "" {
+		_ = os.RemoveAll(c.webhookDir)
+	}
+	return err
+}
 
 // Config returns a client configuration for one of the cluster's users.
 func (c *Cluster) Config(user string) *rest.Config { return rest.CopyConfig(c.users[user].Config()) }
