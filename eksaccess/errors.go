@@ -92,7 +92,9 @@ func transient(err error) bool {
 			return true
 		}
 	}
-	var resp *smithyhttp.ResponseError
+	// An answer without a modelled code: judged by its HTTP status
+	// (smithy's and the AWS SDK's response errors both carry it).
+	var resp interface{ HTTPStatusCode() int }
 	if errors.As(err, &resp) && (resp.HTTPStatusCode() >= 500 || resp.HTTPStatusCode() == 429) {
 		return true
 	}

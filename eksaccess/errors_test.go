@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -34,6 +35,8 @@ func TestRetryable(t *testing.T) {
 		{"ServerError", opError("AssociateAccessPolicy", &ekstypes.ServerException{}), time.Hour, true},
 		{"Unmodelled5xx", opError("DescribeCluster", &smithyhttp.ResponseError{
 			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 502}}, Err: fmt.Errorf("bad gateway")}), time.Hour, true},
+		{"Unmodelled5xxFromTheSDK", opError("DescribeCluster", &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 503}}, Err: fmt.Errorf("unavailable")}}), time.Hour, true},
 		{"Unmodelled4xx", opError("DescribeCluster", &smithyhttp.ResponseError{
 			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400}}, Err: fmt.Errorf("bad request")}), time.Minute, false},
 		{"Network", opError("DescribeCluster", &smithyhttp.RequestSendError{Err: &net.OpError{Op: "dial", Err: fmt.Errorf("refused")}}), time.Hour, true},
