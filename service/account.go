@@ -181,9 +181,10 @@ type Accounts struct {
 	// AWS is nil when the server has no AWS configuration: the routes then
 	// answer aws_unavailable and static clusters keep working.
 	AWS AWSAccess
-	// ServiceAccountID is the AWS account of the service's own identity,
-	// which the customer's role trusts ("" when AWS is not configured).
-	ServiceAccountID string
+	// ServiceAccountID returns the AWS account of the service's own
+	// identity, which the customer's role trusts ("" when unknown); nil
+	// when AWS is not configured.
+	ServiceAccountID func(ctx context.Context) string
 	Now              func() time.Time
 }
 
@@ -273,5 +274,9 @@ func (s *Accounts) Onboarding(ctx context.Context, p Principal) (Onboarding, err
 	if err != nil {
 		return Onboarding{}, err
 	}
-	return NewOnboarding(team, s.ServiceAccountID), nil
+	serviceAccount := ""
+	if s.ServiceAccountID != nil {
+		serviceAccount = s.ServiceAccountID(ctx)
+	}
+	return NewOnboarding(team, serviceAccount), nil
 }

@@ -141,6 +141,9 @@ func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCl
 	case err == nil:
 		return done, nil
 	case s.retryable(err, account, now):
+		if s.Jobs == nil {
+			return s.setAccess(bg, done, AccessPending, "AWS is still propagating the change; run reconcile to finish it.", done.EntryCreated)
+		}
 		if jerr := s.Jobs.EnqueueAccess(bg, c.TeamID, c.ID); jerr != nil {
 			return Cluster{}, jerr
 		}
@@ -264,7 +267,7 @@ func (s *Registrations) eksCluster(ctx context.Context, p Principal, id string) 
 	if c.Kind != ClusterEKS {
 		return c, ReasonError(ECONFLICT, "conflict", "This cluster is configured by the operator (static); only EKS clusters are registered through the API.")
 	}
-	if s.AWS == nil {
+	if s.AWS == nil || s.Jobs == nil {
 		return c, ErrAWSUnavailable()
 	}
 	return c, nil

@@ -34,9 +34,12 @@ type config struct {
 	ShutdownTimeout time.Duration
 
 	StaticClustersFile string
-	CacheMaxClusters   int
-	ClusterTimeout     time.Duration
-	DetectionBudget    time.Duration
+	// AWSRegion is the region of the service's own STS calls; empty turns
+	// the AWS routes off (aws_unavailable).
+	AWSRegion        string
+	CacheMaxClusters int
+	ClusterTimeout   time.Duration
+	DetectionBudget  time.Duration
 	// ClusterQPS and ClusterBurst are the client-side rate limit of each
 	// cluster's client (kube.ReaderOptions).
 	ClusterQPS    float64
@@ -75,6 +78,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		ShutdownTimeout: 30 * time.Second,
 
 		StaticClustersFile: strings.TrimSpace(getenv("KUKIE_STATIC_CLUSTERS_FILE")),
+		AWSRegion:          strings.TrimSpace(getenv("KUKIE_AWS_REGION")),
 		CacheMaxClusters:   1024,
 		ClusterTimeout:     5 * time.Second,
 		DetectionBudget:    10 * time.Second,
@@ -132,6 +136,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 			return c, &configError{"KUKIE_CLUSTER_BURST", fmt.Sprintf("must be a whole number from 1 to %d", maxClusterBurst)}
 		}
 		c.ClusterBurst = n
+	}
+	if c.AWSRegion != "" && !service.ValidRegion(c.AWSRegion) {
+		return c, &configError{"KUKIE_AWS_REGION", "must be an AWS region such as ap-northeast-2"}
 	}
 	if c.ClusterTimeout == 0 {
 		return c, &configError{"KUKIE_CLUSTER_TIMEOUT", "must be above zero"}
@@ -222,6 +229,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("shutdown_delay", c.ShutdownDelay.String()),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
 		slog.String("static_clusters_file", c.StaticClustersFile),
+		slog.String("aws_region", c.AWSRegion),
 		slog.Int("cache_max_clusters", c.CacheMaxClusters),
 		slog.String("cluster_timeout", c.ClusterTimeout.String()),
 		slog.String("detection_budget", c.DetectionBudget.String()),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/auth"
+	"github.com/kukie/gitops-server/eksaccess"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/ownership"
@@ -149,7 +150,21 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if len(staticClusters) > 0 {
 		log.Info("static clusters registered", "count", len(staticClusters))
 	}
-	reader, err := kube.NewReader(connector, kube.ReaderOptions{
+	// AWS (accounts, EKS registration and EKS cluster reads) is on when
+	// KUKIE_AWS_REGION is set; without it those routes answer
+	// aws_unavailable and static clusters keep working.
+	var awsAccess service.AWSAccess
+	var serviceAccountID func(context.Context) string
+	connectors := eksaccess.ByKind{Static: connector}
+	if cfg.AWSRegion != "" {
+		side, err := newAWSSide(ctx, cfg.AWSRegion, db)
+		if err != nil {
+			return fmt.Errorf("KUKIE_AWS_REGION: %w", err)
+		}
+		awsAccess, serviceAccountID, connectors.EKS = side.access, side.serviceAccountID, side.connector
+		log.Info("AWS access configured", "region", cfg.AWSRegion)
+	}
+	reader, err := kube.NewReader(connectors, kube.ReaderOptions{
 		UserAgent: "kukie-gitops/" + version, MaxClients: cfg.CacheMaxClusters, Observer: clusterObs,
 		Timeout: cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
 	})
@@ -165,9 +180,6 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler()))}
-	// AWS (accounts, EKS registration) is wired when configured; without it
-	// those routes answer aws_unavailable and static clusters keep working.
-	var awsAccess service.AWSAccess
 	var accessJobs service.AccessJobs
 	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
 	if err != nil {
@@ -182,7 +194,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
 		AccessReviews: reviews,
-		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: awsAccess, Now: time.Now},
+		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
+			Now: time.Now},
 		Registrations: &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
 			Checker: reader, Jobs: accessJobs, Now: time.Now},
 		Metrics: api.NewMetrics(reg),
