@@ -113,6 +113,9 @@ func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
 // caller's whole budget running out is budget_exceeded; one call timing
 // out means the cluster does not answer.
 func objectError(budget context.Context, err error) error {
+	if se := connectorError(err); se != nil {
+		return se
+	}
 	switch {
 	case budget.Err() != nil && !unreachableBeforeDeadline(err):
 		return reasonError(service.EUNAVAILABLE, ReasonBudget, "The detection budget ran out.", err)

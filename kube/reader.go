@@ -34,6 +34,8 @@ const (
 	ReasonUnreachable  = "cluster_unreachable"
 	ReasonNotInstalled = "argocd_not_installed"
 	ReasonForbidden    = "argocd_forbidden"
+	// ReasonUnauthorized: an EKS cluster refused Kukie's token.
+	ReasonUnauthorized = "cluster_unauthorized"
 )
 
 // ClusterConnector gives a Kubernetes client configuration for a cluster.
@@ -185,7 +187,7 @@ func (r *Reader) list(ctx context.Context, c service.Cluster) (service.AppRead, 
 		read.OnlyNamespace = c.ArgoCDNamespace
 	}
 	if err != nil {
-		return service.AppRead{}, r.classify(ctx, cs, err)
+		return service.AppRead{}, r.classify(ctx, cs, c, err)
 	}
 	read.Apps = make([]service.Application, 0, len(list.Items))
 	for _, item := range list.Items {
@@ -201,8 +203,15 @@ func (r *Reader) list(ctx context.Context, c service.Cluster) (service.AppRead, 
 // authorizes before it looks the resource up, so a 403 is followed by a
 // discovery call (open to every authenticated user) to tell "not installed"
 // from "not allowed".
-func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
+func (r *Reader) classify(ctx context.Context, cs *clientSet, c service.Cluster, err error) error {
+	if se := connectorError(err); se != nil {
+		return se
+	}
 	switch {
+	case apierrors.IsUnauthorized(err) && c.Kind == service.ClusterEKS:
+		// The token was renewed once already (the EKS connector retries a
+		// 401): the cluster no longer accepts Kukie's access.
+		return reasonError(service.EUPSTREAM, ReasonUnauthorized, "The EKS cluster refuses Kukie's credentials; its access entry may have been removed.", err)
 	case unreachable(err):
 		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	case apierrors.IsForbidden(err):
@@ -227,6 +236,18 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, err error) error {
 // client-go's error text (with the API server's URL) stays in the wrapped
 // error, for the log only.
 const msgUnreachable = "The cluster cannot be reached."
+
+// connectorError returns the classified failure of the cluster connector
+// (an EKS connector that could not assume the customer's role or make a
+// token) that client-go wrapped into its own error, or nil: it says more
+// than "unreachable".
+func connectorError(err error) error {
+	var se *service.Error
+	if errors.As(err, &se) && se.Reason != "" {
+		return se
+	}
+	return nil
+}
 
 func reasonError(code, reason, msg string, err error) error {
 	return &service.Error{Code: code, Reason: reason, Message: msg, Err: err}

@@ -101,6 +101,10 @@ type SnapshotCache struct {
 	RefreshFloor time.Duration // a refresh reuses a snapshot younger than this (2 s)
 	FailureTTL   time.Duration // a failure is remembered this long (2 s)
 	ReadTimeout  time.Duration // bound on one shared read (15 s)
+	// Refused, when set, is told when a cluster refused Kukie's credentials
+	// (reason cluster_unauthorized), so the cluster's access state can say
+	// so instead of every read reporting a connection problem.
+	Refused func(ctx context.Context, c Cluster, err error)
 }
 
 // NewSnapshotCache returns a cache of at most maxClusters snapshots.
@@ -171,6 +175,9 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 		defer cancel()
 		started := c.now() // the snapshot is at least as fresh as the read's start
 		read, err := c.reader.ListApplications(readCtx, cl)
+		if c.Refused != nil && ErrorReason(err) == "cluster_unauthorized" {
+			c.Refused(readCtx, cl, err)
+		}
 		s := newSnapshot(read, err, started)
 		c.entries.Add(key, s)
 		return s, nil

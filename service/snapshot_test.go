@@ -301,3 +301,30 @@ func TestSidebarBoundsReads(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheReportsRefusedCredentials: a cluster that refuses Kukie's token
+// is reported once per read, so its access state can say so.
+func TestCacheReportsRefusedCredentials(t *testing.T) {
+	r := &countingReader{err: ReasonError(EUPSTREAM, "cluster_unauthorized", "refused")}
+	c, clock := newTestCache(t, r, 8)
+	var refused atomic.Int64
+	c.Refused = func(_ context.Context, got Cluster, err error) {
+		if got.ID != cl.ID || ErrorReason(err) != "cluster_unauthorized" {
+			t.Errorf("refused(%+v, %v)", got, err)
+		}
+		refused.Add(1)
+	}
+	c.Get(context.Background(), cl, false)
+	c.Get(context.Background(), cl, false) // the remembered failure: no read, no report
+	clock.Advance(2 * time.Second)
+	c.Get(context.Background(), cl, false)
+	if refused.Load() != 2 {
+		t.Errorf("%d reports for 2 refused reads", refused.Load())
+	}
+	r.err = ReasonError(EUPSTREAM, "cluster_unreachable", "down")
+	clock.Advance(2 * time.Second)
+	c.Get(context.Background(), cl, false)
+	if refused.Load() != 2 {
+		t.Error("an unreachable cluster was reported as refusing credentials")
+	}
+}

@@ -175,6 +175,12 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	snapshots.Refused = func(ctx context.Context, c service.Cluster, err error) {
+		_, serr := db.SetClusterAccess(ctx, c.TeamID, c.ID, service.ClusterAccess{State: service.AccessDegraded,
+			Reason:       "The cluster refused Kukie's credentials; check its access entry, then reconcile.",
+			EntryCreated: c.EntryCreated}, time.Now().UTC())
+		log.WarnContext(ctx, "cluster refused Kukie's credentials", "team", c.TeamID, "cluster", c.ID, "err", err, "store_err", serr)
+	}
 	// A read is up to two LISTs and a discovery call, each within the cluster timeout.
 	snapshots.ReadTimeout = 3*cfg.ClusterTimeout + time.Second
 
