@@ -12,8 +12,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/migrations"
@@ -52,19 +55,28 @@ func TestConcurrentUpThenNoop(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
-	var files int
+	var files, riverLines int
 	var status bytes.Buffer
 	if err := migrations.WriteStatus(ctx, db, &status); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(status.String()), "\n") {
-		files++
+		if strings.HasPrefix(line, "r") {
+			riverLines++
+		} else {
+			files++
+		}
 		if !strings.Contains(line, "applied") {
 			t.Errorf("status line not applied: %q", line)
 		}
 	}
 	if applied != files {
 		t.Errorf("goose_db_version records %d applications for %d migrations: a migration ran twice", applied, files)
+	}
+	riverVersions := len(mustRiverMigrator(t).AllVersions())
+	if rows, distinct := riverApplied(t, db); rows != riverVersions || distinct != riverVersions || riverLines != riverVersions {
+		t.Errorf("river_migration holds %d rows (%d versions), status shows %d lines, for %d river migrations",
+			rows, distinct, riverLines, riverVersions)
 	}
 	var tables int
 	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables
@@ -73,6 +85,83 @@ func TestConcurrentUpThenNoop(t *testing.T) {
 	}
 	if tables != 3 {
 		t.Errorf("found %d of the 3 tables", tables)
+	}
+}
+
+func mustRiverMigrator(t *testing.T) *rivermigrate.Migrator[pgx.Tx] {
+	t.Helper()
+	m, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// riverApplied counts the rows of river_migration and the distinct versions
+// among them.
+func riverApplied(t *testing.T, db *sql.DB) (rows, versions int) {
+	t.Helper()
+	if err := db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM river_migration WHERE line = 'main'`).
+		Scan(&rows, &versions); err != nil {
+		t.Fatal(err)
+	}
+	return rows, versions
+}
+
+func TestUpAppliesRiverMigrations(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.MustCreateDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	status := func() []string {
+		t.Helper()
+		var b bytes.Buffer
+		if err := migrations.WriteStatus(ctx, db, &b); err != nil {
+			t.Fatal(err)
+		}
+		var river []string
+		for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			if strings.HasPrefix(line, "r") {
+				river = append(river, line)
+			}
+		}
+		return river
+	}
+	versions := len(mustRiverMigrator(t).AllVersions())
+
+	before := status()
+	if len(before) != versions {
+		t.Fatalf("status before up lists %d river migrations, want %d:\n%s", len(before), versions, strings.Join(before, "\n"))
+	}
+	for _, line := range before {
+		if !strings.HasSuffix(line, "pending") {
+			t.Errorf("before up: %q, want pending", line)
+		}
+	}
+
+	for run := range 2 { // the second run is a no-op
+		if err := migrations.Up(ctx, db); err != nil {
+			t.Fatalf("up (run %d): %v", run+1, err)
+		}
+		if rows, distinct := riverApplied(t, db); rows != versions || distinct != versions {
+			t.Errorf("after run %d river_migration holds %d rows (%d versions), want %d", run+1, rows, distinct, versions)
+		}
+	}
+	for _, table := range []string{"river_job", "river_leader", "river_queue", "river_migration"} {
+		var exists bool
+		if err := db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			t.Errorf("table %s missing after up", table)
+		}
+	}
+	for _, line := range status() {
+		if !strings.HasSuffix(line, "applied") || strings.Contains(line, "pending") {
+			t.Errorf("after up: %q, want applied (and no \"pending\" anywhere)", line)
+		}
 	}
 }
 

@@ -1,0 +1,197 @@
+// Package jobs runs the access changes that finish in the background —
+// granting access to a registered EKS cluster while AWS propagates it, and
+// removing it — as River jobs in PostgreSQL, retried with capped
+// exponential backoff.
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// Job kinds and the queue they share, as stored in river_job.
+const (
+	KindAccess  = "kukie_cluster_access"
+	KindRemoval = "kukie_cluster_removal"
+	QueueName   = "cluster_access"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts  = 12
+	DefaultJobTimeout   = 30 * time.Second
+	DefaultWorkers      = 10
+	DefaultPollInterval = time.Second
+	// DefaultRescueAfter is how long a job may stay running before it is
+	// taken for dead (its process crashed) and retried.
+	DefaultRescueAfter = 5 * time.Minute
+)
+
+// hardStopWait bounds how long Stop waits for cancelled jobs to return once
+// its own context is done.
+const hardStopWait = 5 * time.Second
+
+// Runner is the work the jobs do: service.Registrations' steps. An error
+// means "try again"; on the last attempt the step records the permanent
+// state itself and returns nil.
+type Runner interface {
+	FinishAccess(ctx context.Context, teamID, clusterID string, lastAttempt bool) error
+	FinishRemoval(ctx context.Context, teamID, clusterID string, lastAttempt bool) error
+}
+
+var (
+	_ Runner             = (*service.Registrations)(nil)
+	_ service.AccessJobs = (*Queue)(nil)
+)
+
+// Options tune the queue; zero values take the defaults.
+type Options struct {
+	// Logger receives River's own log lines (default slog.Default()).
+	Logger *slog.Logger
+	// Workers is how many jobs run at once in this process.
+	Workers int
+	// MaxAttempts is how many times a job runs before it is given up; the
+	// last run is told so (lastAttempt).
+	MaxAttempts int
+	// JobTimeout bounds one run of a job.
+	JobTimeout time.Duration
+	// Backoff spaces the retries.
+	Backoff Backoff
+	// PollInterval is how often idle workers look for due jobs (retries
+	// and jobs inserted by other processes are also announced by NOTIFY).
+	PollInterval time.Duration
+	// RescueAfter is how long a job may stay running before it is retried
+	// as abandoned; it must exceed JobTimeout.
+	RescueAfter time.Duration
+}
+
+// Queue enqueues and runs the cluster access jobs. It implements
+// service.AccessJobs.
+type Queue struct {
+	client *river.Client[pgx.Tx]
+}
+
+// New builds the queue on pool (River's tables come with
+// migrations.Up). It runs nothing until Start.
+func New(pool *pgxpool.Pool, run Runner, opts Options) (*Queue, error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &accessWorker{run: run})
+	river.AddWorker(workers, &removalWorker{run: run})
+	jobTimeout := cmp.Or(opts.JobTimeout, DefaultJobTimeout)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:               cmp.Or(opts.Logger, slog.Default()),
+		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: cmp.Or(opts.Workers, DefaultWorkers)}},
+		Workers:              workers,
+		MaxAttempts:          cmp.Or(opts.MaxAttempts, DefaultMaxAttempts),
+		JobTimeout:           jobTimeout,
+		RetryPolicy:          opts.Backoff,
+		FetchPollInterval:    cmp.Or(opts.PollInterval, DefaultPollInterval),
+		RescueStuckJobsAfter: cmp.Or(opts.RescueAfter, max(DefaultRescueAfter, 2*jobTimeout)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job queue: %w", err)
+	}
+	return &Queue{client: client}, nil
+}
+
+// Start starts working jobs in the background. The queue runs until Stop:
+// ctx is not watched afterwards, so cancelling it (a shutdown signal) does
+// not cut running jobs short.
+func (q *Queue) Start(ctx context.Context) error {
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for the running ones to finish. When
+// ctx ends first, the running jobs are cancelled (they run again later,
+// here or in another process) and ctx's error is returned.
+func (q *Queue) Stop(ctx context.Context) error {
+	err := q.client.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	hardCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardStopWait)
+	defer cancel()
+	_ = q.client.StopAndCancel(hardCtx)
+	return fmt.Errorf("stop job queue: %w", err)
+}
+
+// EnqueueAccess schedules FinishAccess for the cluster. While such a job
+// is waiting, running or retrying, enqueueing it again does nothing.
+func (q *Queue) EnqueueAccess(ctx context.Context, teamID, clusterID string) error {
+	return q.insert(ctx, accessArgs{TeamID: teamID, ClusterID: clusterID})
+}
+
+// EnqueueRemoval schedules FinishRemoval for the cluster, once, like
+// EnqueueAccess.
+func (q *Queue) EnqueueRemoval(ctx context.Context, teamID, clusterID string) error {
+	return q.insert(ctx, removalArgs{TeamID: teamID, ClusterID: clusterID})
+}
+
+func (q *Queue) insert(ctx context.Context, args river.JobArgs) error {
+	if _, err := q.client.Insert(ctx, args, nil); err != nil {
+		return fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
+	}
+	return nil
+}
+
+// insertOpts puts both kinds on the one queue, one job per (kind, team,
+// cluster) while it is pending, waiting, running or retrying; a finished
+// job does not block a new one (a reconcile after a failure).
+func insertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueName, UniqueOpts: river.UniqueOpts{
+		ByArgs: true,
+		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+			rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled},
+	}}
+}
+
+type accessArgs struct {
+	TeamID    string `json:"team_id"`
+	ClusterID string `json:"cluster_id"`
+}
+
+func (accessArgs) Kind() string                 { return KindAccess }
+func (accessArgs) InsertOpts() river.InsertOpts { return insertOpts() }
+
+type removalArgs struct {
+	TeamID    string `json:"team_id"`
+	ClusterID string `json:"cluster_id"`
+}
+
+func (removalArgs) Kind() string                 { return KindRemoval }
+func (removalArgs) InsertOpts() river.InsertOpts { return insertOpts() }
+
+type accessWorker struct {
+	river.WorkerDefaults[accessArgs]
+	run Runner
+}
+
+func (w *accessWorker) Work(ctx context.Context, job *river.Job[accessArgs]) error {
+	return w.run.FinishAccess(ctx, job.Args.TeamID, job.Args.ClusterID, lastAttempt(job.JobRow))
+}
+
+type removalWorker struct {
+	river.WorkerDefaults[removalArgs]
+	run Runner
+}
+
+func (w *removalWorker) Work(ctx context.Context, job *river.Job[removalArgs]) error {
+	return w.run.FinishRemoval(ctx, job.Args.TeamID, job.Args.ClusterID, lastAttempt(job.JobRow))
+}
+
+// lastAttempt says whether a failure of this run discards the job.
+func lastAttempt(job *rivertype.JobRow) bool { return job.Attempt >= job.MaxAttempts }
