@@ -99,6 +99,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	return mapError(db.pool.Ping(ctx))
 }
 
+// Pool returns the connection pool, for adapters that share it (the River
+// job queue).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
 // SQLDB returns a database/sql handle sharing the pool, for tools that need
 // one (migrations). Closing it does not close the pool.
 func (db *DB) SQLDB() *sql.DB { return stdlib.OpenDBFromPool(db.pool) }

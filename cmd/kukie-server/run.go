@@ -20,6 +20,7 @@ import (
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/eksaccess"
+	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/ownership"
@@ -186,11 +187,33 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler()))}
-	var accessJobs service.AccessJobs
 	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
 	if err != nil {
 		return err
 	}
+	// Registration and removal finish in River jobs (retries with backoff
+	// while AWS propagates a change); the queue and the use case need each
+	// other.
+	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
+		Checker: reader, Now: time.Now}
+	queue, err := jobs.New(db.Pool(), registrations, jobs.Options{Logger: log.With("component", "river")})
+	if err != nil {
+		return err
+	}
+	registrations.Jobs = queue
+	if err := queue.Start(ctx); err != nil {
+		return fmt.Errorf("start the job queue: %w", err)
+	}
+	// Runs after the HTTP servers have drained (defers run last in, first
+	// out) and before the pool closes, with a fresh timeout: ctx is already
+	// cancelled by then.
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := queue.Stop(stopCtx); err != nil {
+			log.Warn("job queue did not stop cleanly; running jobs were cancelled and will run again", "err", err)
+		}
+	}()
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
@@ -202,9 +225,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		AccessReviews: reviews,
 		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
 			Now: time.Now},
-		Registrations: &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
-			Checker: reader, Jobs: accessJobs, Now: time.Now},
-		Metrics: api.NewMetrics(reg),
+		Registrations: registrations,
+		Metrics:       api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {
