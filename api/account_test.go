@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -271,4 +273,44 @@ func TestOnboarding(t *testing.T) {
 		t.Errorf("onboarding = %+v (team %s)", o, team.ExternalID)
 	}
 	a.do("GET", "/v1/aws/onboarding", token(t, "bot", "team-a", "agent"), nil, nil).wantProblem(t, 403, "forbidden")
+}
+
+// TestRegistrationJobGivesUp: the job retries while AWS propagates and, on
+// its last attempt, leaves the cluster degraded with the reason; a later
+// attempt that succeeds makes it active.
+func TestRegistrationJobGivesUp(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	ctx := context.Background()
+	aws := &fakeAWS{facts: service.StackFacts{AccessLevel: service.AccessFull, TemplateVersion: "5"},
+		cluster: service.EKSCluster{Status: "ACTIVE", AuthenticationMode: "API"}}
+	reg := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws, Checker: okChecker{},
+		Jobs: &fakeJobs{}, Now: time.Now}
+	p := service.Principal{TeamID: "team-a", UserID: "carol", Roles: []service.Role{service.RoleAdmin}}
+	acc, err := (&service.Accounts{Store: db, Teams: db, AWS: aws, Now: time.Now}).Connect(ctx, p, roleARN, stackARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	propagating := service.WrapError(service.EUNAVAILABLE, "The specified principalArn is invalid.", nil)
+	aws.set(func(f *fakeAWS) { f.grantErrs = []error{propagating, propagating, propagating} })
+	c, err := reg.Register(ctx, p, service.RegisterCluster{AccountID: acc.ID, Region: "us-east-1", Name: "prod", Namespaces: []string{"web"}})
+	if err != nil || c.AccessState != service.AccessPending {
+		t.Fatalf("register: %+v %v", c, err)
+	}
+	if err := reg.FinishAccess(ctx, p.TeamID, c.ID, false); err == nil {
+		t.Error("a propagating failure before the last attempt must ask for a retry")
+	}
+	if err := reg.FinishAccess(ctx, p.TeamID, c.ID, true); err != nil {
+		t.Fatalf("last attempt: %v", err)
+	}
+	got, err := db.GetCluster(ctx, p.TeamID, c.ID)
+	if err != nil || got.AccessState != service.AccessDegraded || got.AccessReason == "" {
+		t.Fatalf("after giving up: %+v %v", got, err)
+	}
+	// The customer fixed it and reconciles: the next attempt succeeds.
+	if err := reg.FinishAccess(ctx, p.TeamID, c.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = db.GetCluster(ctx, p.TeamID, c.ID); got.AccessState != service.AccessActive || got.AccessReason != "" || !got.EntryCreated {
+		t.Errorf("after a successful attempt: %+v", got)
+	}
 }

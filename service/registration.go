@@ -49,8 +49,12 @@ type Registrations struct {
 	// is still propagating then finishes in a job.
 	Attempt time.Duration
 	// GiveUp is how long propagation-type failures are retried after the
-	// registration (default 10 min).
+	// account's last change (default 10 min).
 	GiveUp time.Duration
+	// Retryable, when set, is the AWS adapter's judgement of a failure
+	// (by operation, error code and the time since the role or stack
+	// changed); failures it does not recognise fall back to the rule below.
+	Retryable func(err error, sinceRoleChange time.Duration) bool
 }
 
 var (
@@ -187,6 +191,10 @@ func (s *Registrations) setAccess(ctx context.Context, c Cluster, state AccessSt
 // AWS unavailable (throttling, 5xx, network) or propagating, within the
 // give-up window of the account's last change.
 func (s *Registrations) retryable(err error, a Account, now time.Time) bool {
+	since := now.Sub(a.UpdatedAt)
+	if s.Retryable != nil && s.Retryable(err, since) {
+		return true
+	}
 	if ErrorCode(err) != EUNAVAILABLE {
 		return false
 	}
@@ -194,7 +202,7 @@ func (s *Registrations) retryable(err error, a Account, now time.Time) bool {
 	if giveUp == 0 {
 		giveUp = 10 * time.Minute
 	}
-	return now.Sub(a.UpdatedAt) < giveUp || ErrorReason(err) == "aws_unavailable"
+	return since < giveUp || ErrorReason(err) == "aws_unavailable"
 }
 
 // FinishAccess is the job's step: one more attempt to grant and confirm

@@ -65,7 +65,8 @@ func eventually(t *testing.T, what string, try func() (bool, string)) {
 // TestEKSOnboardingEndToEnd drives the built server with only what an
 // operator configures (KUKIE_AWS_REGION and the AWS SDK's standard
 // endpoint settings) against wire-faithful AWS fakes and two simulated EKS
-// clusters: onboarding, account connection, registration at both levels,
+// clusters: onboarding, account connection, registration at both levels
+// (one while IAM is still propagating: 202, then active through its job),
 // the Argo CD list through the EKS token, limited access visible through
 // real RBAC, and the AWS calls per read.
 func TestEKSOnboardingEndToEnd(t *testing.T) {
@@ -100,7 +101,7 @@ func TestEKSOnboardingEndToEnd(t *testing.T) {
 		}
 		return acc.ID
 	}
-	register := func(accountID, name, namespaces string) string {
+	register := func(accountID, name, namespaces string, wantStatus int, wantState string) string {
 		t.Helper()
 		status, body := call(t, "POST", s.public+"/v1/clusters", admin, fmt.Sprintf(
 			`{"account_id":%q,"region":"ap-northeast-2","name":%q,"namespaces":%s}`, accountID, name, namespaces))
@@ -109,13 +110,34 @@ func TestEKSOnboardingEndToEnd(t *testing.T) {
 			AccessState string `json:"access_state"`
 		}
 		decodeJSON(t, body, &c)
-		if status != 201 || c.AccessState != "active" {
-			t.Fatalf("register %s: %d %s", name, status, body)
+		if status != wantStatus || c.AccessState != wantState {
+			t.Fatalf("register %s: %d %s, want %d %s", name, status, body, wantStatus, wantState)
 		}
 		return c.ID
 	}
-	fullCluster := register(connect(full), "prod", `["sandbox-plain"]`)
-	limitedCluster := register(connect(limited), "shared", `["sandbox-plain","sandbox-helm"]`)
+	fullCluster := register(connect(full), "prod", `["sandbox-plain"]`, 201, "active")
+	// The role was just created: IAM is still propagating it, so EKS refuses
+	// it as a principal a few times. The registration answers 202 pending
+	// and a job finishes it with backoff.
+	limitedAccount := connect(limited)
+	f.FailPropagation(3)
+	limitedCluster := register(limitedAccount, "shared", `["sandbox-plain","sandbox-helm"]`, 202, "pending")
+	eventually(t, "the pending registration finished by its job", func() (bool, string) {
+		_, body := call(t, "GET", s.public+"/v1/clusters", admin, "")
+		var list struct {
+			Clusters []struct {
+				ID          string `json:"id"`
+				AccessState string `json:"access_state"`
+			} `json:"clusters"`
+		}
+		decodeJSON(t, body, &list)
+		for _, c := range list.Clusters {
+			if c.ID == limitedCluster {
+				return c.AccessState == "active", body
+			}
+		}
+		return false, body
+	})
 	if n := f.CallsBy(awsfake.OpAssumeRole, full.role); n != 3 {
 		t.Errorf("%d AssumeRole calls for connecting and registering, want 3 (the ExternalId checked three ways)", n)
 	}

@@ -196,6 +196,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// other.
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
 		Checker: reader, Now: time.Now}
+	if awsAccess != nil {
+		registrations.Retryable = eksaccess.Retryable
+	}
 	queue, err := jobs.New(db.Pool(), registrations, jobs.Options{Logger: log.With("component", "river")})
 	if err != nil {
 		return err
