@@ -59,3 +59,17 @@ func handleOnboarding(log *slog.Logger, accounts *service.Accounts) http.Handler
 		reply(w, r, log, o, err)
 	})
 }
+
+// handleAccountDelete disconnects an account: 202 with the account marked
+// deleting; jobs remove Kukie's access from each of its clusters first.
+func handleAccountDelete(log *slog.Logger, accounts *service.Accounts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		a, err := accounts.Remove(r.Context(), p, chi.URLParam(r, "account_id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		encode(w, http.StatusAccepted, a)
+	})
+}

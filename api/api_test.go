@@ -144,6 +144,8 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	if err != nil {
 		tb.Fatal(err)
 	}
+	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
+		Checker: aws.checker, Jobs: aws.jobs, Now: time.Now}
 	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
@@ -153,10 +155,9 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
 		AccessReviews: mustAccessReviews(tb, db, reader, clock),
-		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Now: time.Now},
-		Registrations: &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
-			Checker: aws.checker, Jobs: aws.jobs, Now: time.Now},
-		Metrics: NewMetrics(prometheus.NewRegistry()),
+		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Registrations: registrations, Now: time.Now},
+		Registrations: registrations,
+		Metrics:       NewMetrics(prometheus.NewRegistry()),
 	}))
 	tb.Cleanup(srv.Close)
 	return srv, clock

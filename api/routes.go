@@ -48,6 +48,7 @@ func routes(d Deps) []route {
 		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},
 		{method: "GET", pattern: "/v1/aws/accounts", handler: handleAccountList(d.Logger, d.Accounts), roles: people},
 		{method: "GET", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountGet(d.Logger, d.Accounts), roles: people},
+		{method: "DELETE", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountDelete(d.Logger, d.Accounts), roles: admins, humanOnly: true},
 
 		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},

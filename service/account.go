@@ -102,6 +102,9 @@ type AccountStore interface {
 	ListAccounts(ctx context.Context, teamID string) ([]Account, error)
 	GetAccount(ctx context.Context, teamID, id string) (Account, error)
 	SetAccountState(ctx context.Context, teamID, id string, state AccountState, reason string, now time.Time) (Account, error)
+	// DeleteAccount removes the account unless a cluster still uses it
+	// (deleted=false then).
+	DeleteAccount(ctx context.Context, teamID, id string) (deleted bool, err error)
 }
 
 // ErrAccountNotFound is the error for an account id the team does not have.
@@ -185,7 +188,9 @@ type Accounts struct {
 	// identity, which the customer's role trusts ("" when unknown); nil
 	// when AWS is not configured.
 	ServiceAccountID func(ctx context.Context) string
-	Now              func() time.Time
+	// Registrations removes the account's clusters when it is disconnected.
+	Registrations *Registrations
+	Now           func() time.Time
 }
 
 // Connect verifies the role (the ExternalId enforced), reads the stack and
@@ -279,4 +284,42 @@ func (s *Accounts) Onboarding(ctx context.Context, p Principal) (Onboarding, err
 		serviceAccount = s.ServiceAccountID(ctx)
 	}
 	return NewOnboarding(team, serviceAccount), nil
+}
+
+// Remove disconnects an account: it is marked deleting, each of its
+// clusters is removed by a job (Kukie's access first), and the account row
+// goes with the last of them (at once when it has none).
+func (s *Accounts) Remove(ctx context.Context, p Principal, id string) (Account, error) {
+	a, err := s.Get(ctx, p, id)
+	if err != nil {
+		return a, err
+	}
+	if s.AWS == nil || s.Registrations == nil || s.Registrations.Jobs == nil {
+		return a, ErrAWSUnavailable()
+	}
+	now := s.Now().UTC().Truncate(time.Microsecond)
+	if a, err = s.Store.SetAccountState(ctx, p.TeamID, id, AccountDeleting, "", now); err != nil {
+		return a, err
+	}
+	clusters, err := s.Registrations.Clusters.ListClusters(ctx, p.TeamID)
+	if err != nil {
+		return a, err
+	}
+	for _, c := range clusters {
+		if c.AccountID != id {
+			continue
+		}
+		if c.AccessState != AccessDeleting {
+			if _, err := s.Registrations.setAccess(ctx, c, AccessDeleting, "", c.EntryCreated); err != nil {
+				return a, err
+			}
+		}
+		if err := s.Registrations.Jobs.EnqueueRemoval(ctx, c.TeamID, c.ID); err != nil {
+			return a, err
+		}
+	}
+	if _, err := s.Store.DeleteAccount(ctx, p.TeamID, id); err != nil {
+		return a, err
+	}
+	return a, nil
 }

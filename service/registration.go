@@ -340,5 +340,14 @@ func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID str
 		_, serr := s.setAccess(ctx, c, AccessRevocationFailed, ErrorMessage(err), c.EntryCreated)
 		return serr
 	}
-	return s.EKS.DeleteCluster(ctx, teamID, clusterID)
+	if err := s.EKS.DeleteCluster(ctx, teamID, clusterID); err != nil {
+		return err
+	}
+	if a.State == AccountDeleting {
+		// The account goes with its last cluster.
+		if _, err := s.Accounts.DeleteAccount(ctx, teamID, a.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

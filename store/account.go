@@ -77,3 +77,14 @@ func oneAccount(rows pgx.Rows) (service.Account, error) {
 	}
 	return a, mapError(err)
 }
+
+// DeleteAccount removes an account that no cluster uses any more: the
+// account stays (false) while one of its clusters is still registered.
+func (db *DB) DeleteAccount(ctx context.Context, teamID, id string) (bool, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM aws_accounts a WHERE a.team_id = $1 AND a.id = $2
+		AND NOT EXISTS (SELECT 1 FROM clusters c WHERE c.team_id = a.team_id AND c.account_id = a.id)`, teamID, id)
+	if err != nil {
+		return false, mapError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -115,7 +115,8 @@ func TestEKSOnboardingEndToEnd(t *testing.T) {
 		}
 		return c.ID
 	}
-	fullCluster := register(connect(full), "prod", `["sandbox-plain"]`, 201, "active")
+	fullAccount := connect(full)
+	fullCluster := register(fullAccount, "prod", `["sandbox-plain"]`, 201, "active")
 	// The role was just created: IAM is still propagating it, so EKS refuses
 	// it as a principal a few times. The registration answers 202 pending
 	// and a job finishes it with backoff.
@@ -195,6 +196,22 @@ func TestEKSOnboardingEndToEnd(t *testing.T) {
 		t.Errorf("reads called AWS: AssumeRole %d→%d, DescribeCluster %d→%d (want 2, one per registration)",
 			assumed, f.Calls(awsfake.OpAssumeRole), described, f.Calls(awsfake.OpDescribeCluster))
 	}
+	// Removal: the cluster, then the whole FULL account; jobs take Kukie's
+	// access away (the entries Kukie created are deleted) before the rows go.
+	if status, body := call(t, "DELETE", s.public+"/v1/clusters/"+limitedCluster, admin, ""); status != 202 ||
+		!strings.Contains(body, `"access_state":"deleting"`) {
+		t.Fatalf("remove cluster: %d %s", status, body)
+	}
+	if status, body := call(t, "DELETE", s.public+"/v1/aws/accounts/"+fullAccount, admin, ""); status != 202 ||
+		!strings.Contains(body, `"state":"deleting"`) {
+		t.Fatalf("disconnect account: %d %s", status, body)
+	}
+	eventually(t, "the removals finished by their jobs", func() (bool, string) {
+		_, clusters := call(t, "GET", s.public+"/v1/clusters", admin, "")
+		status, _ := call(t, "GET", s.public+"/v1/aws/accounts/"+fullAccount, admin, "")
+		gone := status == 404 && !strings.Contains(clusters, fullCluster) && !strings.Contains(clusters, limitedCluster)
+		return gone && len(f.AccessEntries(full.sim.ARN)) == 0 && len(f.AccessEntries(limited.sim.ARN)) == 0, clusters
+	})
 	if full.sim.TokenReviews() == 0 || limited.sim.TokenReviews() == 0 {
 		t.Error("the clusters were not read through EKS tokens")
 	}

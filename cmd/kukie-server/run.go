@@ -227,7 +227,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
 		AccessReviews: reviews,
 		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
-			Now: time.Now},
+			Registrations: registrations, Now: time.Now},
 		Registrations: registrations,
 		Metrics:       api.NewMetrics(reg),
 	})
