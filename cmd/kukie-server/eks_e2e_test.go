@@ -72,9 +72,11 @@ func eventually(t *testing.T, what string, try func() (bool, string)) {
 func TestEKSOnboardingEndToEnd(t *testing.T) {
 	f := awsfake.Start(t, awsfake.WithRegion("ap-northeast-2"))
 	f.Setenv(t)
+	// The server first: it installs client-go's process-wide logger, which
+	// must happen before the simulations' own client-go calls run.
+	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{"KUKIE_AWS_REGION": "ap-northeast-2"})
 	full := newCustomer(t, f, "111122223333", "FULL", "prod")
 	limited := newCustomer(t, f, "444455556666", "LIMITED", "shared")
-	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{"KUKIE_AWS_REGION": "ap-northeast-2"})
 	admin, agent := e2eToken(t, "admin"), e2eToken(t, "agent")
 
 	status, body := call(t, "GET", s.public+"/v1/aws/onboarding", admin, "")
