@@ -20,6 +20,7 @@ type fakeAWS struct {
 	grantErrs   []error // one per GrantAccess call, then nil
 	grants      int
 	revocations int
+	entries     map[string]bool // clusters with an entry made by GrantAccess
 }
 
 func (f *fakeAWS) VerifyRole(context.Context, string, string) error {
@@ -40,16 +41,26 @@ func (f *fakeAWS) DescribeCluster(context.Context, service.Account, string, stri
 	return f.cluster, nil
 }
 
-func (f *fakeAWS) GrantAccess(context.Context, service.Account, string, service.Cluster) (bool, error) {
+// GrantAccess creates the entry on the first call that gets that far (a
+// propagating failure happens after the create; a permanent one before),
+// and reports created only then, as EKS's 409 on a second create would.
+func (f *fakeAWS) GrantAccess(_ context.Context, _ service.Account, _ string, c service.Cluster) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.grants++
+	var err error
 	if len(f.grantErrs) > 0 {
-		err := f.grantErrs[0]
-		f.grantErrs = f.grantErrs[1:]
-		return err == nil || service.ErrorCode(err) == service.EUNAVAILABLE, err
+		err, f.grantErrs = f.grantErrs[0], f.grantErrs[1:]
 	}
-	return true, nil
+	if err != nil && service.ErrorCode(err) != service.EUNAVAILABLE {
+		return false, err
+	}
+	created := !f.entries[c.ID]
+	if f.entries == nil {
+		f.entries = map[string]bool{}
+	}
+	f.entries[c.ID] = true
+	return created, err
 }
 
 func (f *fakeAWS) RevokeAccess(context.Context, service.Account, string, service.Cluster) error {
@@ -258,6 +269,15 @@ func TestRegisterCluster(t *testing.T) {
 	a.do("DELETE", "/v1/clusters/"+pending.ID, agentAdmin, nil, nil).wantProblem(t, 403, "forbidden")
 	a.do("POST", "/v1/clusters/"+pending.ID+"/access/reconcile", agentAdmin, nil, nil).wantProblem(t, 403, "forbidden")
 	a.do("DELETE", "/v1/clusters/prod-eks", admin, nil, nil).wantProblem(t, 409, "conflict")
+	a.do("DELETE", "/v1/aws/accounts/"+acc.ID, agentAdmin, nil, nil).wantProblem(t, 403, "forbidden")
+	a.do("DELETE", "/v1/aws/accounts/"+acc.ID, token(t, "eve", "team-b", "admin"), nil, nil).wantProblem(t, 404, "account_not_found")
+	var gone service.Account
+	a.do("DELETE", "/v1/aws/accounts/"+acc.ID, admin, nil, nil).decode(t, &gone)
+	if gone.State != service.AccountDeleting || len(jobs.removal) < 2 {
+		t.Errorf("disconnect: %+v, removal jobs %v", gone, jobs.removal)
+	}
+	// A disconnecting account takes no new clusters.
+	a.do("POST", "/v1/clusters", admin, register2, nil).wantProblem(t, 409, "conflict")
 	a.do("DELETE", "/v1/clusters/"+pending.ID, token(t, "eve", "team-b", "admin"), nil, nil).wantProblem(t, 404, "cluster_not_found")
 	a.do("POST", "/v1/clusters", token(t, "eve", "team-b", "admin"), register2, nil).wantProblem(t, 404, "account_not_found")
 }

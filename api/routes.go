@@ -42,7 +42,7 @@ func routes(d Deps) []route {
 		{method: "DELETE", pattern: "/v1/clusters/{cluster_id}", handler: clusterJob(d.Logger, d.Registrations.Remove), roles: admins, humanOnly: true},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/reconcile", handler: clusterJob(d.Logger, d.Registrations.Reconcile), roles: admins, humanOnly: true},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/can-i", handler: handleCanI(d.Logger, d.AccessReviews)},
-		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins},
+		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins, humanOnly: true},
 
 		{method: "GET", pattern: "/v1/aws/onboarding", handler: handleOnboarding(d.Logger, d.Accounts), roles: people},
 		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},

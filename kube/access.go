@@ -11,17 +11,11 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// The review resources are virtual: a create answers at once and stores
+// The review resource is virtual: a create answers at once and stores
 // nothing. Every authenticated user may create them.
-var (
-	selfSubjectAccessReviews = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
-	selfSubjectReviews       = schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}
-)
+var selfSubjectAccessReviews = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 
-var (
-	_ service.AccessReviewer = (*Reader)(nil)
-	_ service.AccessChecker  = (*Reader)(nil)
-)
+var _ service.AccessReviewer = (*Reader)(nil)
 
 // CanI asks the cluster whether Kukie's own connection may do q (a
 // SelfSubjectAccessReview): the agent learns the boundary of a LIMITED
@@ -51,28 +45,6 @@ func (r *Reader) CanI(ctx context.Context, c service.Cluster, q service.AccessQu
 		reason = "no RBAC rule allows it"
 	}
 	return service.AccessAnswer{Allowed: allowed, Reason: reason}, nil
-}
-
-// CheckAccess confirms that the cluster accepts Kukie's credentials (a
-// SelfSubjectReview). A refusal is EFORBIDDEN with reason
-// credentials_refused; a cluster that does not answer is
-// cluster_unreachable (EUNAVAILABLE: worth another try).
-func (r *Reader) CheckAccess(ctx context.Context, c service.Cluster) error {
-	cs, err := r.clientsFor(ctx, c)
-	if err != nil {
-		return service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	review := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
-	if _, err := cs.dyn.Resource(selfSubjectReviews).Create(ctx, review, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
-			return reasonError(service.EFORBIDDEN, "credentials_refused", "The cluster does not accept Kukie's credentials.", err)
-		}
-		return reasonError(service.EUNAVAILABLE, ReasonUnreachable, msgUnreachable, err)
-	}
-	return nil
 }
 
 // accessError classifies a failed review.

@@ -96,6 +96,9 @@ type EKSClusterStore interface {
 	SetClusterAccess(ctx context.Context, teamID, id string, a ClusterAccess, now time.Time) (Cluster, error)
 	// DeleteCluster removes the cluster row (after its access was revoked).
 	DeleteCluster(ctx context.Context, teamID, id string) error
+	// LockCluster serialises access changes of one cluster (jobs and the
+	// in-request attempt) until unlock is called.
+	LockCluster(ctx context.Context, teamID, id string) (unlock func(), err error)
 }
 
 // Readable reports whether Kukie may call the cluster: its access is in

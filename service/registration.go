@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -139,47 +138,67 @@ func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCl
 	}
 	actx, cancel := context.WithTimeout(ctx, attempt)
 	defer cancel()
-	done, err := s.grant(actx, account, team.ExternalID, c)
 	bg := context.WithoutCancel(ctx)
+	done, granted, err := s.lockedGrant(actx, account, team.ExternalID, c)
 	switch {
 	case err == nil:
 		return done, nil
-	case s.retryable(err, account, now):
+	case s.retryable(err, account, done, now):
+		reason := "AWS is still propagating the change; Kukie retries."
 		if s.Jobs == nil {
-			return s.setAccess(bg, done, AccessPending, "AWS is still propagating the change; run reconcile to finish it.", done.EntryCreated)
-		}
-		if jerr := s.Jobs.EnqueueAccess(bg, c.TeamID, c.ID); jerr != nil {
+			reason = "AWS is still propagating the change; run reconcile to finish it."
+		} else if jerr := s.Jobs.EnqueueAccess(bg, c.TeamID, c.ID); jerr != nil {
 			return Cluster{}, jerr
 		}
-		return s.setAccess(bg, done, AccessPending, "AWS is still propagating the change; Kukie retries.", done.EntryCreated)
+		return s.setAccess(bg, done, AccessPending, reason, done.EntryCreated)
 	}
-	// Permanent: nothing half-registered stays behind. Only an entry Kukie
-	// created is undone; a customer's own entry (a conflict) is left alone.
-	if done.EntryCreated {
-		_ = s.AWS.RevokeAccess(bg, account, team.ExternalID, done)
+	// Permanent: nothing half-registered stays behind. When Kukie's entry or
+	// policy is already in the cluster, the removal job takes it away (and
+	// the registration after it); a customer's own entry is left alone.
+	if done.EntryCreated || granted {
+		if _, serr := s.setAccess(bg, done, AccessDeleting, "", done.EntryCreated); serr == nil && s.Jobs != nil {
+			_ = s.Jobs.EnqueueRemoval(bg, c.TeamID, c.ID)
+		}
+		return Cluster{}, err
 	}
 	_ = s.EKS.DeleteCluster(bg, c.TeamID, c.ID)
 	return Cluster{}, err
 }
 
-// grant gives access at the cluster's level and confirms it through the
-// cluster, recording the outcome when it worked.
-func (s *Registrations) grant(ctx context.Context, a Account, externalID string, c Cluster) (Cluster, error) {
+// lockedGrant is grant under the cluster's lock.
+func (s *Registrations) lockedGrant(ctx context.Context, a Account, externalID string, c Cluster) (Cluster, bool, error) {
+	unlock, err := s.EKS.LockCluster(ctx, c.TeamID, c.ID)
+	if err != nil {
+		return c, false, err
+	}
+	defer unlock()
+	return s.grant(ctx, a, externalID, c)
+}
+
+// grant gives access at c.AccessLevel and confirms it through the cluster,
+// recording active when it worked. granted reports that the access policy
+// was associated (so a failure may have left Kukie's access behind); the
+// returned cluster carries EntryCreated whatever happened.
+func (s *Registrations) grant(ctx context.Context, a Account, externalID string, c Cluster) (Cluster, bool, error) {
 	created, err := s.AWS.GrantAccess(ctx, a, externalID, c)
 	c.EntryCreated = c.EntryCreated || created
 	if err != nil {
-		return c, err
+		return c, false, err
 	}
 	if err := s.Checker.CheckAccess(ctx, c); err != nil {
-		if ErrorCode(err) != EUNAVAILABLE {
-			// Access entries are eventually consistent: a refusal right after
-			// the association is propagation, not a verdict.
+		if code := ErrorCode(err); code == EUPSTREAM || code == EFORBIDDEN {
+			// Access entries are eventually consistent: the cluster refusing
+			// the token right after the association is propagation, not a
+			// verdict (the give-up window bounds it).
 			err = WrapError(EUNAVAILABLE, "The cluster does not accept Kukie's credentials yet.", err)
 		}
-		_, _ = s.setAccess(context.WithoutCancel(ctx), c, AccessPending, "", c.EntryCreated)
-		return c, err
+		return c, true, err
 	}
-	return s.setAccess(ctx, c, AccessActive, "", c.EntryCreated)
+	done, err := s.setAccess(ctx, c, AccessActive, "", c.EntryCreated)
+	if err != nil {
+		return c, true, err
+	}
+	return done, true, nil
 }
 
 func (s *Registrations) setAccess(ctx context.Context, c Cluster, state AccessState, reason string, created bool) (Cluster, error) {
@@ -188,10 +207,16 @@ func (s *Registrations) setAccess(ctx context.Context, c Cluster, state AccessSt
 }
 
 // retryable says whether a failed access change should be tried again:
-// AWS unavailable (throttling, 5xx, network) or propagating, within the
-// give-up window of the account's last change.
-func (s *Registrations) retryable(err error, a Account, now time.Time) bool {
-	since := now.Sub(a.UpdatedAt)
+// the AWS adapter's judgement when it has one (by operation, error code and
+// time since the last change of the account or the cluster — propagation
+// is measured from whichever changed last), else AWS unavailable, or a
+// propagation-type failure within the give-up window.
+func (s *Registrations) retryable(err error, a Account, c Cluster, now time.Time) bool {
+	changed := a.UpdatedAt
+	if c.UpdatedAt.After(changed) {
+		changed = c.UpdatedAt
+	}
+	since := now.Sub(changed)
 	if s.Retryable != nil && s.Retryable(err, since) {
 		return true
 	}
@@ -205,11 +230,22 @@ func (s *Registrations) retryable(err error, a Account, now time.Time) bool {
 	return since < giveUp || ErrorReason(err) == "aws_unavailable"
 }
 
+// finalWrite is the context of a job's last write: the job's own may have
+// run out, and the state it records must still be stored.
+func finalWrite(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
 // FinishAccess is the job's step: one more attempt to grant and confirm
-// access of a pending cluster. It returns an error when the job should try
-// again; a permanent failure is recorded on the cluster (degraded, with the
-// reason) and is not an error.
+// access of a pending cluster, under the cluster's lock. It returns an
+// error when the job should try again; a permanent failure is recorded on
+// the cluster (degraded, with the reason) and is not an error.
 func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID string, lastAttempt bool) error {
+	unlock, err := s.EKS.LockCluster(ctx, teamID, clusterID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, err := s.Clusters.GetCluster(ctx, teamID, clusterID)
 	if err != nil {
 		if ErrorCode(err) == ENOTFOUND {
@@ -217,7 +253,7 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 		}
 		return err
 	}
-	if c.Kind != ClusterEKS || c.AccessState == AccessDeleting {
+	if c.Kind != ClusterEKS || c.AccessState == AccessDeleting || c.AccessState == AccessRevocationFailed {
 		return nil
 	}
 	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
@@ -231,15 +267,22 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 	if err != nil {
 		return err
 	}
-	c.AccessLevel = a.AccessLevel
-	_, err = s.grant(ctx, a, team.ExternalID, c)
+	target := c
+	target.AccessLevel = a.AccessLevel // the level to apply; c's stays until it is
+	done, _, err := s.grant(ctx, a, team.ExternalID, target)
 	if err == nil {
 		return nil
 	}
-	if s.retryable(err, a, s.now()) && !lastAttempt {
+	wctx, cancel := finalWrite(ctx)
+	defer cancel()
+	kept := done
+	kept.AccessLevel = c.AccessLevel
+	if s.retryable(err, a, c, s.now()) && !lastAttempt {
+		// Remember an entry this attempt created, then try again.
+		_, _ = s.setAccess(wctx, kept, AccessPending, "AWS is still propagating the change; Kukie retries.", kept.EntryCreated)
 		return err
 	}
-	_, serr := s.setAccess(ctx, c, AccessDegraded, ErrorMessage(err), c.EntryCreated)
+	_, serr := s.setAccess(wctx, kept, AccessDegraded, ErrorMessage(err), kept.EntryCreated)
 	return serr
 }
 
@@ -254,7 +297,7 @@ func checkAllowed(namespaces, allowed []string) error {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is a system namespace; limited access never covers kube-* namespaces", ns)
 			continue
 		}
-		if !slices.ContainsFunc(allowed, func(pattern string) bool { ok, _ := path.Match(pattern, ns); return ok }) {
+		if !slices.ContainsFunc(allowed, func(pattern string) bool { return stringLike(pattern, ns) }) {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is not in the stack's AllowedNamespaces (%v); add it to the stack or register without it", ns, allowed)
 		}
 	}
@@ -288,8 +331,15 @@ func (s *Registrations) Reconcile(ctx context.Context, p Principal, clusterID st
 	if err != nil {
 		return c, err
 	}
-	if c.AccessState == AccessDeleting {
+	switch c.AccessState {
+	case AccessDeleting:
 		return c, ReasonError(ECONFLICT, "conflict", "The cluster is being removed.")
+	case AccessRevocationFailed:
+		// What failed was a removal: run it again, not a grant.
+		if c, err = s.setAccess(ctx, c, AccessDeleting, "", c.EntryCreated); err != nil {
+			return c, err
+		}
+		return c, s.Jobs.EnqueueRemoval(ctx, c.TeamID, c.ID)
 	}
 	if err := s.Jobs.EnqueueAccess(ctx, c.TeamID, c.ID); err != nil {
 		return c, err
@@ -315,12 +365,20 @@ func (s *Registrations) Remove(ctx context.Context, p Principal, clusterID strin
 // returns an error when the job should try again; on the last attempt the
 // cluster stays, revocation_failed, with the reason.
 func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID string, lastAttempt bool) error {
+	unlock, err := s.EKS.LockCluster(ctx, teamID, clusterID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	c, err := s.Clusters.GetCluster(ctx, teamID, clusterID)
 	if ErrorCode(err) == ENOTFOUND {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if c.AccessState != AccessDeleting {
+		return nil // not (or no longer) being removed
 	}
 	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
 	if err != nil {
@@ -337,17 +395,47 @@ func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID str
 		if !lastAttempt {
 			return err
 		}
-		_, serr := s.setAccess(ctx, c, AccessRevocationFailed, ErrorMessage(err), c.EntryCreated)
+		wctx, cancel := finalWrite(ctx)
+		defer cancel()
+		_, serr := s.setAccess(wctx, c, AccessRevocationFailed, ErrorMessage(err), c.EntryCreated)
 		return serr
 	}
-	if err := s.EKS.DeleteCluster(ctx, teamID, clusterID); err != nil {
+	wctx, cancel := finalWrite(ctx)
+	defer cancel()
+	if err := s.EKS.DeleteCluster(wctx, teamID, clusterID); err != nil {
 		return err
 	}
 	if a.State == AccountDeleting {
 		// The account goes with its last cluster.
-		if _, err := s.Accounts.DeleteAccount(ctx, teamID, a.ID); err != nil {
+		if _, err := s.Accounts.DeleteAccount(wctx, teamID, a.ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stringLike matches s against an IAM StringLike pattern: * is any run of
+// characters, ? any one; everything else is literal.
+func stringLike(pattern, s string) bool {
+	p, t := []rune(pattern), []rune(s)
+	pi, ti, star, mark := 0, 0, -1, 0
+	for ti < len(t) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == t[ti]):
+			pi++
+			ti++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ti
+			pi++
+		case star >= 0:
+			pi, mark = star+1, mark+1
+			ti = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }

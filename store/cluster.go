@@ -110,15 +110,19 @@ func (db *DB) CreateCluster(ctx context.Context, c service.Cluster, now time.Tim
 	}
 	var out service.Cluster
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		// Hold the account (FOR KEY SHARE) so it cannot go between the
-		// check and the insert.
-		var accountID string
-		err := tx.QueryRow(ctx, `SELECT id FROM aws_accounts WHERE team_id = $1 AND id = $2 FOR KEY SHARE`,
-			c.TeamID, c.AccountID).Scan(&accountID)
+		// Hold the account (FOR SHARE) so it can neither go nor start being
+		// disconnected between the check and the insert: a disconnection
+		// waits for this registration and then removes its cluster too.
+		var state service.AccountState
+		err := tx.QueryRow(ctx, `SELECT state FROM aws_accounts WHERE team_id = $1 AND id = $2 FOR SHARE`,
+			c.TeamID, c.AccountID).Scan(&state)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return service.ErrAccountNotFound()
 		} else if err != nil {
 			return err
+		}
+		if state == service.AccountDeleting || state == service.AccountDisconnected {
+			return service.ReasonError(service.ECONFLICT, "conflict", "The AWS account is "+string(state)+".")
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, namespaces,
 				argocd_namespace, account_id, region, eks_name, endpoint, ca_data, access_state, access_reason,
@@ -135,22 +139,59 @@ func (db *DB) CreateCluster(ctx context.Context, c service.Cluster, now time.Tim
 }
 
 // SetClusterAccess records an access change's outcome on one of the team's
-// EKS clusters (a static cluster is cluster_not_found here). State, reason
-// and EntryCreated are written as given; an empty Level or Endpoint and a
-// nil CAData keep what is stored.
+// EKS clusters (a static cluster is cluster_not_found here). State and
+// reason are written as given; EntryCreated only ever turns on (a stale
+// writer must not make removal forget an entry Kukie created); an empty
+// Level or Endpoint and a nil CAData keep what is stored. A cluster being
+// removed stays so: only deleting or revocation_failed may follow deleting
+// (ECONFLICT otherwise).
 func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service.ClusterAccess,
 	now time.Time) (service.Cluster, error) {
 	rows, _ := db.pool.Query(ctx, `UPDATE clusters SET
 			access_level = coalesce(nullif($3::text, ''), access_level), access_state = $4, access_reason = $5,
-			entry_created = $6, endpoint = coalesce(nullif($7::text, ''), endpoint),
+			entry_created = entry_created OR $6, endpoint = coalesce(nullif($7::text, ''), endpoint),
 			ca_data = coalesce($8::bytea, ca_data), updated_at = $9
-		WHERE team_id = $1 AND id = $2 AND kind = 'eks' RETURNING `+clusterColumns,
+		WHERE team_id = $1 AND id = $2 AND kind = 'eks'
+		  AND (access_state <> 'deleting' OR $4 IN ('deleting', 'revocation_failed'))
+		RETURNING `+clusterColumns,
 		teamID, id, a.Level, a.State, a.Reason, a.EntryCreated, a.Endpoint, a.CAData, now)
 	c, err := pgx.CollectExactlyOneRow(rows, scanCluster)
 	if errors.Is(err, pgx.ErrNoRows) {
+		// Not updated: no such EKS cluster of the team, or one being removed.
+		if cur, gerr := db.GetCluster(ctx, teamID, id); gerr == nil && cur.Kind == service.ClusterEKS &&
+			cur.AccessState == service.AccessDeleting {
+			return c, service.ReasonError(service.ECONFLICT, "conflict", "The cluster is being removed.")
+		}
 		return c, service.ErrClusterNotFound()
 	}
 	return c, mapError(err)
+}
+
+// LockCluster holds an exclusive lock on one cluster's access changes
+// (a session advisory lock on a dedicated connection) until unlock is
+// called, so an access job and a removal job never run at once.
+func (db *DB) LockCluster(ctx context.Context, teamID, id string) (unlock func(), err error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	// PostgreSQL text holds no NUL; a collision of two keys would only
+	// serialise two clusters' jobs.
+	key := "kukie-cluster-access/" + teamID + "/" + id
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, key); err != nil {
+		conn.Release()
+		return nil, mapError(err)
+	}
+	return func() {
+		// A fresh context: the caller's may be done; the lock must go.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key); err != nil {
+			// Closing the session releases the lock for sure.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, nil
 }
 
 // DeleteCluster removes one of the team's clusters; another team's is

@@ -278,3 +278,51 @@ func TestDeleteCluster(t *testing.T) {
 	// The registration can be made again.
 	mustCreateCluster(t, db, newEKSCluster("t1", "prod-eu", "acc-1", "prod"))
 }
+
+// TestClusterRemovalIsOneWay: a cluster being removed can only stay so or
+// fail its revocation (a late access job must not revive it), and an entry
+// Kukie created is never forgotten by a stale writer.
+func TestClusterRemovalIsOneWay(t *testing.T) {
+	db := mustEKSSetup(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	c := service.Cluster{TeamID: "t1", ID: "x", Name: "x", Kind: service.ClusterEKS, AccessLevel: service.AccessFull,
+		Namespaces: []string{"web"}, AccountID: "acc-1", Region: "us-east-1", EKSName: "x", AccessState: service.AccessPending}
+	if _, err := db.CreateCluster(ctx, c, now); err != nil {
+		t.Fatal(err)
+	}
+	set := func(state service.AccessState, created bool) (service.Cluster, error) {
+		return db.SetClusterAccess(ctx, "t1", "x", service.ClusterAccess{State: state, EntryCreated: created}, now)
+	}
+	if _, err := set(service.AccessPending, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := set(service.AccessDeleting, false); !got.EntryCreated || got.AccessState != service.AccessDeleting {
+		t.Fatalf("deleting: %+v (entry_created must stay on)", got)
+	}
+	if _, err := set(service.AccessActive, true); service.ErrorCode(err) != service.ECONFLICT {
+		t.Errorf("deleting → active: %v, want a conflict", err)
+	}
+	if got, err := set(service.AccessRevocationFailed, false); err != nil || got.AccessState != service.AccessRevocationFailed {
+		t.Errorf("deleting → revocation_failed: %+v %v", got, err)
+	}
+	unlock, err := db.LockCluster(ctx, "t1", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := make(chan struct{})
+	go func() {
+		second, err := db.LockCluster(ctx, "t1", "x")
+		if err == nil {
+			second()
+		}
+		close(locked)
+	}()
+	select {
+	case <-locked:
+		t.Fatal("a second holder got the cluster's lock")
+	case <-time.After(100 * time.Millisecond): // the other holder waits; not a timing assertion on speed
+	}
+	unlock()
+	<-locked
+}

@@ -155,6 +155,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// KUKIE_AWS_REGION is set; without it those routes answer
 	// aws_unavailable and static clusters keep working.
 	var awsAccess service.AWSAccess
+	var awsChecker service.AccessChecker
 	var serviceAccountID func(context.Context) string
 	connectors := eksaccess.ByKind{Static: connector}
 	if cfg.AWSRegion != "" {
@@ -162,7 +163,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		if err != nil {
 			return fmt.Errorf("KUKIE_AWS_REGION: %w", err)
 		}
-		awsAccess, serviceAccountID, connectors.EKS = side.access, side.serviceAccountID, side.connector
+		awsAccess, awsChecker, serviceAccountID, connectors.EKS = side.access, side.access, side.serviceAccountID, side.connector
 		log.Info("AWS access configured", "region", cfg.AWSRegion)
 	}
 	reader, err := kube.NewReader(connectors, kube.ReaderOptions{
@@ -195,7 +196,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// while AWS propagates a change); the queue and the use case need each
 	// other.
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
-		Checker: reader, Now: time.Now}
+		Checker: awsChecker, Now: time.Now}
 	if awsAccess != nil {
 		registrations.Retryable = eksaccess.Retryable
 	}
