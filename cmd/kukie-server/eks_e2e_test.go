@@ -198,6 +198,20 @@ func TestEKSOnboardingEndToEnd(t *testing.T) {
 		t.Errorf("reads called AWS: AssumeRole %d→%d, DescribeCluster %d→%d (want 2, one per registration)",
 			assumed, f.Calls(awsfake.OpAssumeRole), described, f.Calls(awsfake.OpDescribeCluster))
 	}
+	// The customer removes Kukie's access entry by hand: the next read is
+	// refused even after one token renewal, and the cluster becomes
+	// degraded instead of looking unreachable.
+	f.RemoveAccessEntry(full.sim.ARN, full.role)
+	eventually(t, "a cluster that refuses Kukie's token marked degraded", func() (bool, string) {
+		status, body := call(t, "GET", apps+"?refresh=true", admin, "")
+		_, clusters := call(t, "GET", s.public+"/v1/clusters", admin, "")
+		return (status == 502 || status == 503) && strings.Contains(clusters, `"access_state":"degraded"`), body
+	})
+	status, body = call(t, "GET", s.public+"/v1/argocd/clusters", admin, "")
+	if status != 200 || !strings.Contains(body, `"reason":"degraded"`) {
+		t.Errorf("sidebar after the refusal: %d %s", status, body)
+	}
+
 	// Removal: the cluster, then the whole FULL account; jobs take Kukie's
 	// access away (the entries Kukie created are deleted) before the rows go.
 	if status, body := call(t, "DELETE", s.public+"/v1/clusters/"+limitedCluster, admin, ""); status != 202 ||

@@ -155,6 +155,18 @@ func (a *AWS) AddAccessEntry(clusterARN string, e AccessEntry) {
 	a.notify(clusterARN)
 }
 
+// RemoveAccessEntry deletes a principal's entry as a customer could (in the
+// console), without a call being recorded.
+func (a *AWS) RemoveAccessEntry(clusterARN, principalARN string) {
+	a.mu.Lock()
+	c, ok := a.clusters[clusterARN]
+	if ok {
+		delete(c.entries, principalARN)
+	}
+	a.mu.Unlock()
+	a.notify(clusterARN)
+}
+
 // newEntry builds an entry with EKS's defaults (not yet stored).
 func (c *cluster) newEntry(e AccessEntry, now time.Time) *entry {
 	e.KubernetesGroups = slices.Clone(e.KubernetesGroups)
