@@ -2,11 +2,7 @@ package eksaccess
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
-	"io"
-	"net"
-	"net/url"
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -14,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -49,34 +46,10 @@ func (a *AWS) CheckAccess(ctx context.Context, c service.Cluster) error {
 	case apierrors.IsUnauthorized(err):
 		return &service.Error{Code: service.EUPSTREAM, Reason: ReasonClusterUnauthorized, Err: err,
 			Message: "The cluster does not accept Kukie's credentials yet: its access entry may still be propagating, or was removed."}
-	case clusterUnreachable(err):
+	case kube.ConnectionFailure(err):
 		return &service.Error{Code: service.EUPSTREAM, Reason: ReasonClusterUnreachable, Err: err,
 			Message: "The cluster's API endpoint could not be reached."}
 	}
 	return service.WrapError(service.EINTERNAL, "SelfSubjectReview failed.", err)
 }
 
-// clusterUnreachable reports a cluster that could not be talked to: no
-// connection, a broken or timed-out one, a certificate that does not
-// verify, or a gateway answering for it (the same classes kube treats as
-// unreachable).
-func clusterUnreachable(err error) bool {
-	var urlErr *url.Error
-	var netErr net.Error
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var certErr x509.CertificateInvalidError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.As(err, &urlErr), errors.As(err, &netErr),
-		errors.As(err, &unknownAuthority), errors.As(err, &hostErr), errors.As(err, &certErr),
-		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsServiceUnavailable(err):
-		return true
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		code := status.Status().Code
-		return code == 502 || code == 503 || code == 504
-	}
-	return false
-}

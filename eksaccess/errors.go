@@ -11,6 +11,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -55,7 +56,7 @@ func Retryable(err error, sinceRoleChange time.Duration) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if transient(err) || clusterUnreachable(err) {
+	if transient(err) || kube.ConnectionFailure(err) {
 		return true
 	}
 	if sinceRoleChange >= PropagationWindow {

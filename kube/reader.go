@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"slices"
@@ -253,20 +254,28 @@ func reasonError(code, reason, msg string, err error) error {
 	return &service.Error{Code: code, Reason: reason, Message: msg, Err: err}
 }
 
-// unreachable reports connection-type failures: refused, DNS, TLS and
-// certificates, timeouts, a 401 (credentials the cluster no longer
-// accepts), and gateway errors in front of the API server.
+// unreachable reports the failures of a cluster read that mean "the
+// cluster cannot be used now": a connection failure, a 401 (credentials the
+// cluster no longer accepts) or throttling.
 func unreachable(err error) bool {
+	return ConnectionFailure(err) || apierrors.IsUnauthorized(err) || apierrors.IsTooManyRequests(err)
+}
+
+// ConnectionFailure reports a cluster that could not be talked to: refused,
+// DNS, a broken or timed-out connection, a certificate that does not
+// verify, or a gateway answering for the API server. Other adapters that
+// call clusters (eksaccess) classify by it too.
+func ConnectionFailure(err error) bool {
 	var urlErr *url.Error
 	var netErr net.Error
 	var unknownAuthority x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var certErr x509.CertificateInvalidError
 	switch {
-	case apierrors.IsUnauthorized(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
-		apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err):
+	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsServiceUnavailable(err):
 		return true
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &urlErr), errors.As(err, &netErr),
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.As(err, &urlErr), errors.As(err, &netErr),
 		errors.As(err, &unknownAuthority), errors.As(err, &hostErr), errors.As(err, &certErr):
 		return true
 	}

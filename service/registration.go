@@ -230,6 +230,20 @@ func (s *Registrations) retryable(err error, a Account, c Cluster, now time.Time
 	return since < giveUp || ErrorReason(err) == "aws_unavailable"
 }
 
+// accountOf returns the cluster's account and its team's ExternalId, the
+// two things every access change acts with.
+func (s *Registrations) accountOf(ctx context.Context, c Cluster) (Account, string, error) {
+	a, err := s.Accounts.GetAccount(ctx, c.TeamID, c.AccountID)
+	if err != nil {
+		return a, "", err
+	}
+	if s.AWS == nil {
+		return a, "", ErrAWSUnavailable()
+	}
+	team, err := s.Teams.EnsureTeam(ctx, c.TeamID, NewExternalID(), s.now())
+	return a, team.ExternalID, err
+}
+
 // finalWrite is the context of a job's last write: the job's own may have
 // run out, and the state it records must still be stored.
 func finalWrite(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -256,20 +270,13 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 	if c.Kind != ClusterEKS || c.AccessState == AccessDeleting || c.AccessState == AccessRevocationFailed {
 		return nil
 	}
-	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
-	if err != nil {
-		return err
-	}
-	if s.AWS == nil {
-		return ErrAWSUnavailable()
-	}
-	team, err := s.Teams.EnsureTeam(ctx, teamID, NewExternalID(), s.now())
+	a, externalID, err := s.accountOf(ctx, c)
 	if err != nil {
 		return err
 	}
 	target := c
 	target.AccessLevel = a.AccessLevel // the level to apply; c's stays until it is
-	done, _, err := s.grant(ctx, a, team.ExternalID, target)
+	done, _, err := s.grant(ctx, a, externalID, target)
 	if err == nil {
 		return nil
 	}
@@ -380,18 +387,11 @@ func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID str
 	if c.AccessState != AccessDeleting {
 		return nil // not (or no longer) being removed
 	}
-	a, err := s.Accounts.GetAccount(ctx, teamID, c.AccountID)
+	a, externalID, err := s.accountOf(ctx, c)
 	if err != nil {
 		return err
 	}
-	if s.AWS == nil {
-		return ErrAWSUnavailable()
-	}
-	team, err := s.Teams.EnsureTeam(ctx, teamID, NewExternalID(), s.now())
-	if err != nil {
-		return err
-	}
-	if err := s.AWS.RevokeAccess(ctx, a, team.ExternalID, c); err != nil {
+	if err := s.AWS.RevokeAccess(ctx, a, externalID, c); err != nil {
 		if !lastAttempt {
 			return err
 		}
