@@ -52,4 +52,3 @@ func (a *AWS) CheckAccess(ctx context.Context, c service.Cluster) error {
 	}
 	return service.WrapError(service.EINTERNAL, "SelfSubjectReview failed.", err)
 }
-
