@@ -1,0 +1,129 @@
+package service
+
+import (
+	"context"
+	"time"
+)
+
+// AccessChangeOutcome says how one step of a level switch ended.
+type AccessChangeOutcome string
+
+// Outcomes of a switch step: started (recorded before the AWS call); ok;
+// gone (what was to be removed was already gone: success); failed.
+const (
+	AccessChangeStarted AccessChangeOutcome = "started"
+	AccessChangeOK      AccessChangeOutcome = "ok"
+	AccessChangeGone    AccessChangeOutcome = "gone"
+	AccessChangeFailed  AccessChangeOutcome = "failed"
+)
+
+// AccessChange is one recorded step of switching an account's clusters
+// between full and limited, written before and after its AWS call so the
+// account's history shows each cluster's outcome.
+type AccessChange struct {
+	ID        int64  `json:"id"`
+	TeamID    string `json:"-"`
+	AccountID string `json:"-"`
+	// ClusterID is "" for a step of the account as a whole.
+	ClusterID string `json:"cluster_id"`
+	// Generation is the account's desired generation the step works toward.
+	Generation int64               `json:"generation"`
+	FromLevel  AccessLevel         `json:"from_level"`
+	ToLevel    AccessLevel         `json:"to_level"`
+	Step       string              `json:"step"`
+	Outcome    AccessChangeOutcome `json:"outcome"`
+	Error      string              `json:"error"`
+	Attempt    int                 `json:"attempt"`
+	CreatedAt  time.Time           `json:"created_at"`
+}
+
+// StackNotification is a verified SNS message bound to an account: what
+// identifies the stack event, never the body nor any URL or token in it.
+type StackNotification struct {
+	// MessageID is SNS's MessageId: retries of one message reuse it.
+	MessageID string
+	TeamID    string
+	AccountID string
+	TopicARN  string
+	// Type is SNS's Type: Notification, SubscriptionConfirmation or
+	// UnsubscribeConfirmation.
+	Type string
+	// StackID and ResourceStatus come from the CloudFormation message (""
+	// when it has none).
+	StackID        string
+	ResourceStatus string
+	// EventTime is when the event happened (the message's Timestamp).
+	EventTime time.Time
+}
+
+// PendingSubscriptionTTL is how long a verified SubscriptionConfirmation
+// from a topic no account lists yet is kept for the account that will.
+const PendingSubscriptionTTL = 3 * 24 * time.Hour
+
+// PendingSubscription is a verified SubscriptionConfirmation from a topic
+// not yet allowed, confirmed once an account registers the topic.
+// SubscribeURL and Token confirm the subscription: never log them.
+type PendingSubscription struct {
+	TopicARN     string
+	MessageID    string
+	SubscribeURL string
+	Token        string
+	ReceivedAt   time.Time
+	// ExpiresAt is ReceivedAt plus PendingSubscriptionTTL, set by the store.
+	ExpiresAt time.Time
+}
+
+// AccountSwitchState is an account's switch bookkeeping, which Account
+// does not carry: the generations, the level an admin chose and the newest
+// stack event.
+type AccountSwitchState struct {
+	DesiredGeneration int64
+	AppliedGeneration int64
+	// ChosenLevel is "" until an admin chooses a level explicitly; a v5
+	// FULL stack widens access only when it is AccessFull.
+	ChosenLevel AccessLevel
+	ChosenAt    time.Time // zero when ChosenLevel is ""
+	// LastStackEventAt is the newest notified stack event (zero if none).
+	LastStackEventAt time.Time
+}
+
+// SwitchStore persists what level switches need. Methods are scoped to a
+// team; another team's account is ErrAccountNotFound.
+type SwitchStore interface {
+	// RecordNotification stores n and bumps the account's desired
+	// generation in one transaction. A MessageID already stored is a
+	// duplicate: nothing changes and the current desired generation is
+	// returned.
+	RecordNotification(ctx context.Context, n StackNotification, now time.Time) (desiredGeneration int64, duplicate bool, err error)
+	// AllowedTopic finds the account that lists topicARN among its
+	// NotificationARNs and is the AWS account (and partition) the topic
+	// belongs to.
+	AllowedTopic(ctx context.Context, topicARN string) (teamID, accountID string, found bool, err error)
+	// MarkApplied records that generation was applied; the applied
+	// generation never moves backwards.
+	MarkApplied(ctx context.Context, teamID, accountID string, generation int64, now time.Time) error
+	// SetChosenLevel records the level an admin chose and bumps the desired
+	// generation.
+	SetChosenLevel(ctx context.Context, teamID, accountID string, level AccessLevel, now time.Time) (Account, error)
+	// SetAccountFacts records what the stack says: level, namespaces,
+	// template version, topics, and active or confirmation_required. A
+	// deleting or disconnected account keeps its state.
+	SetAccountFacts(ctx context.Context, teamID, accountID string, facts StackFacts, now time.Time) (Account, error)
+	// RecordAccessChange appends a step to the account's history (ID is
+	// assigned; CreatedAt must be set).
+	RecordAccessChange(ctx context.Context, c AccessChange) (AccessChange, error)
+	// ListAccessChanges returns up to limit steps, newest first, older than
+	// the step with id *before when before is not nil.
+	ListAccessChanges(ctx context.Context, teamID, accountID string, limit int, before *int64) ([]AccessChange, error)
+	// SavePendingSubscription keeps p until it expires; saving the same
+	// MessageID again does nothing.
+	SavePendingSubscription(ctx context.Context, p PendingSubscription) error
+	// TakePendingSubscriptions returns and deletes the topic's unexpired
+	// pending subscriptions (each is taken once) and deletes expired ones.
+	TakePendingSubscriptions(ctx context.Context, topicARN string, now time.Time) ([]PendingSubscription, error)
+	// AccountGenerations returns the account's desired and applied
+	// generations.
+	AccountGenerations(ctx context.Context, teamID, accountID string) (desired, applied int64, err error)
+	// SwitchState returns the account's switch bookkeeping.
+	SwitchState(ctx context.Context, teamID, accountID string) (AccountSwitchState, error)
+}
