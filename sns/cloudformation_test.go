@@ -194,7 +194,7 @@ func FuzzStackEventRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stackID, name, status, props, reason string) {
 		for _, v := range []string{stackID, name, status, props, reason} {
 			if strings.Contains(v, "\n") {
-				t.Skip("multi-line values are covered by FuzzParseStackEvent")
+				return // multi-line values are covered by FuzzParseStackEvent
 			}
 		}
 		want := stackEvent()
