@@ -25,6 +25,7 @@ import (
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/openapi"
 	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
@@ -86,22 +87,11 @@ var testClusters = []service.Cluster{
 	{TeamID: "team-b", ID: "prod-eks", Name: "prod (team b)"},
 }
 
-// testClock is the snapshot cache's clock in API tests: it moves only when
-// a test advances it, so cache windows never depend on the machine's speed.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
-
 // mustServeWith serves the public API over a fresh database with the test
 // HS256 verifier, the test clusters plus extra, and reader (nil: a reader
 // that fails every read); the server stops when the test ends. The
 // snapshot cache runs on the returned clock.
-func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *testClock) {
+func mustServeWith(tb testing.TB, reader service.ApplicationReader, extra ...service.Cluster) (*httptest.Server, *testclock.Clock) {
 	tb.Helper()
 	return mustServeWithAWS(tb, reader, awsDeps{}, extra...)
 }
@@ -115,7 +105,7 @@ type awsDeps struct {
 
 // mustServeWithAWS is mustServeWith with AWS accounts and EKS registration
 // behind the given (fake) AWS side.
-func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDeps, extra ...service.Cluster) (*httptest.Server, *testClock) {
+func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDeps, extra ...service.Cluster) (*httptest.Server, *testclock.Clock) {
 	tb.Helper()
 	db, _ := pgtest.MustOpenDB(tb)
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
@@ -139,7 +129,7 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	if reader == nil {
 		reader = failingReader{}
 	}
-	clock := &testClock{t: time.Now()}
+	clock := testclock.New(time.Now())
 	cache, err := service.NewSnapshotCache(reader, 64, clock.Now, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -173,7 +163,7 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache) se
 }
 
 // mustAccessReviews builds can-i on reader when it can ask clusters.
-func mustAccessReviews(tb testing.TB, clusters service.ClusterStore, reader service.ApplicationReader, clock *testClock) *service.AccessReviews {
+func mustAccessReviews(tb testing.TB, clusters service.ClusterStore, reader service.ApplicationReader, clock *testclock.Clock) *service.AccessReviews {
 	tb.Helper()
 	reviewer, ok := reader.(service.AccessReviewer)
 	if !ok {

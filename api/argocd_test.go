@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
@@ -57,7 +58,7 @@ func (c *listCounter) ObserveList(string, time.Duration) { c.n.Add(1) }
 type argoAPI struct {
 	*testAPI
 	lists *listCounter
-	clock *testClock // the snapshot cache's clock
+	clock *testclock.Clock // the snapshot cache's clock
 }
 
 // newArgoAPI builds the API; extra adds clusters of team-a whose kubeconfig

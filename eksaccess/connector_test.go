@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/client-go/rest"
 
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -48,7 +49,7 @@ func (c *recordingCluster) seen() ([]string, []string) {
 	return append([]string(nil), c.tokens...), append([]string(nil), c.bodies...)
 }
 
-func newTestTransport(t *testing.T, clock *fakeClock) (*http.Client, *countingProvider) {
+func newTestTransport(t *testing.T, clock *testclock.Clock) (*http.Client, *countingProvider) {
 	t.Helper()
 	ts, base := newTestTokenSource(clock, time.Hour)
 	return &http.Client{Transport: &bearerTransport{base: http.DefaultTransport, tokens: ts}}, base
@@ -58,7 +59,7 @@ func TestBearerTransportAddsTokenPerRequest(t *testing.T) {
 	cluster := &recordingCluster{}
 	srv := httptest.NewServer(cluster)
 	defer srv.Close()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	client, _ := newTestTransport(t, clock)
 	for _, step := range []time.Duration{0, time.Minute, 13 * time.Minute} {
 		clock.Advance(step)
@@ -81,7 +82,7 @@ func TestBearerTransportAddsTokenPerRequest(t *testing.T) {
 }
 
 func TestBearerTransportRetriesOnceAfter401(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	for _, tc := range []struct {
 		name       string
 		cluster    *recordingCluster

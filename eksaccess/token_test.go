@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/kukie/gitops-server/internal/testclock"
 )
 
 // allowedTokenQuery is what aws-iam-authenticator accepts in a token's URL.
@@ -134,27 +136,9 @@ func TestRenewAt(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // countingProvider hands out new credentials on each call, valid for life.
 type countingProvider struct {
-	clock *fakeClock
+	clock *testclock.Clock
 	life  time.Duration
 	mu    sync.Mutex
 	calls int
@@ -201,7 +185,7 @@ func (p *invalidatingProvider) Invalidate() {
 	p.creds = nil
 }
 
-func newTestTokenSource(clock *fakeClock, life time.Duration) (*tokenSource, *countingProvider) {
+func newTestTokenSource(clock *testclock.Clock, life time.Duration) (*tokenSource, *countingProvider) {
 	base := &countingProvider{clock: clock, life: life}
 	cached := &invalidatingProvider{base: base}
 	return &tokenSource{cfg: aws.Config{Region: "us-east-1"}, region: "us-east-1", clusterName: "demo", now: clock.Now,
@@ -210,7 +194,7 @@ func newTestTokenSource(clock *fakeClock, life time.Duration) (*tokenSource, *co
 
 func TestTokenSourceRenewsWhenDue(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	ts, base := newTestTokenSource(clock, time.Hour)
 	first, err := ts.Token(ctx)
 	if err != nil {
@@ -235,7 +219,7 @@ func TestTokenSourceRenewsWhenDue(t *testing.T) {
 
 func TestTokenSourceRenewsBeforeCredentialsExpire(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	ts, base := newTestTokenSource(clock, 10*time.Minute)
 	first, _ := ts.Token(ctx)
 	clock.Advance(9*time.Minute - time.Second)
@@ -255,7 +239,7 @@ func TestTokenSourceRenewsBeforeCredentialsExpire(t *testing.T) {
 
 func TestTokenSourceRenewAfterRefusal(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
 	ts, base := newTestTokenSource(clock, time.Hour)
 	stale, _ := ts.Token(ctx)
 	fresh, err := ts.Renew(ctx, stale)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,27 +19,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 )
-
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // discoveryCounter connects to a real cluster as the admin and counts
 // discovery rounds: each reads GET /apis once (aggregated or not).
@@ -69,7 +51,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 func TestRediscoveryAtMostOncePerWindow(t *testing.T) {
 	ctx := context.Background()
 	counter := &discoveryCounter{cluster: withArgo}
-	clock := &fakeClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	r, err := kube.NewReader(counter, kube.ReaderOptions{Timeout: 10 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kukie/gitops-server/internal/testclock"
 )
 
 // countingReader counts reads; while gate is non-nil each read waits on it.
@@ -27,22 +29,9 @@ func (r *countingReader) ListApplications(ctx context.Context, c Cluster) (AppRe
 	return AppRead{Apps: []Application{{ID: c.ID + "-app", Name: c.TeamID, SyncStatus: "Synced", HealthStatus: "Healthy", Problems: []AppProblem{}}}}, nil
 }
 
-// fakeClock is a settable now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newTestCache(t *testing.T, r ApplicationReader, max int) (*SnapshotCache, *fakeClock) {
+func newTestCache(t *testing.T, r ApplicationReader, max int) (*SnapshotCache, *testclock.Clock) {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	c, err := NewSnapshotCache(r, max, clock.Now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +168,7 @@ func TestCacheOneReadPerWindow(t *testing.T) {
 // TestCacheStampsReadStart: a snapshot's age counts from when its read
 // started, so a slow read does not extend how long its data is served.
 func TestCacheStampsReadStart(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	start := clock.Now()
 	slow := readerFunc(func(context.Context, Cluster) (AppRead, error) {
 		clock.Advance(3 * time.Second) // the read takes 3 s

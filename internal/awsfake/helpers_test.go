@@ -3,7 +3,6 @@ package awsfake_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kukie/gitops-server/internal/awsfake"
+	"github.com/kukie/gitops-server/internal/testclock"
 )
 
 const (
@@ -81,25 +81,7 @@ func apiError(t *testing.T, err error, code string, status int) {
 	}
 }
 
-// fakeClock is a settable clock starting at real time.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *testclock.Clock { return testclock.New(time.Now()) }
 
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
