@@ -14,8 +14,9 @@ import (
 // read, the account stored.
 func handleAccountCreate(log *slog.Logger, accounts *service.Accounts) http.Handler {
 	type request struct {
-		RoleARN  string `json:"role_arn"`
-		StackARN string `json:"stack_arn"`
+		RoleARN     string              `json:"role_arn"`
+		StackARN    string              `json:"stack_arn"`
+		AccessLevel service.AccessLevel `json:"access_level"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in, err := decode[request](r)
@@ -24,7 +25,7 @@ func handleAccountCreate(log *slog.Logger, accounts *service.Accounts) http.Hand
 			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
-		a, err := accounts.Connect(r.Context(), p, in.RoleARN, in.StackARN)
+		a, err := accounts.Connect(r.Context(), p, in.RoleARN, in.StackARN, in.AccessLevel)
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -306,7 +306,7 @@ func TestRegistrationJobGivesUp(t *testing.T) {
 	reg := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws, Checker: okChecker{},
 		Jobs: &fakeJobs{}, Now: time.Now}
 	p := service.Principal{TeamID: "team-a", UserID: "carol", Roles: []service.Role{service.RoleAdmin}}
-	acc, err := (&service.Accounts{Store: db, Teams: db, AWS: aws, Now: time.Now}).Connect(ctx, p, roleARN, stackARN)
+	acc, err := (&service.Accounts{Store: db, Teams: db, AWS: aws, Now: time.Now}).Connect(ctx, p, roleARN, stackARN, "")
 	if err != nil {
 		t.Fatal(err)
 	}

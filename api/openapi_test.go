@@ -27,7 +27,7 @@ func TestRoutesMatchDocument(t *testing.T) {
 		humanOnly bool
 	}
 	code := map[string]rolesInfo{}
-	for _, rt := range routes(Deps{}) {
+	for _, rt := range routes(Deps{}, nil) {
 		if rt.asset {
 			continue
 		}
@@ -76,8 +76,8 @@ func TestRoutesMatchDocument(t *testing.T) {
 		walked = append(walked, method+" "+route)
 		return nil
 	})
-	if len(walked) != len(routes(Deps{})) {
-		t.Errorf("router serves %d routes, table has %d: %v", len(walked), len(routes(Deps{})), walked)
+	if len(walked) != len(routes(Deps{}, nil)) {
+		t.Errorf("router serves %d routes, table has %d: %v", len(walked), len(routes(Deps{}, nil)), walked)
 	}
 }
 

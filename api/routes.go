@@ -29,7 +29,7 @@ var (
 )
 
 // routes lists the whole API surface in one place.
-func routes(d Deps) []route {
+func routes(d Deps, limiter *sourceLimiter) []route {
 	return []route{
 		{method: "GET", pattern: "/openapi.yaml", handler: handleOpenAPI(), public: true},
 		{method: "GET", pattern: "/docs", handler: handleDocs(), public: true},
@@ -49,6 +49,10 @@ func routes(d Deps) []route {
 		{method: "GET", pattern: "/v1/aws/accounts", handler: handleAccountList(d.Logger, d.Accounts), roles: people},
 		{method: "GET", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountGet(d.Logger, d.Accounts), roles: people},
 		{method: "DELETE", pattern: "/v1/aws/accounts/{account_id}", handler: handleAccountDelete(d.Logger, d.Accounts), roles: admins, humanOnly: true},
+		{method: "PUT", pattern: "/v1/aws/accounts/{account_id}/access-level", handler: handleAccessLevelPut(d.Logger, d.Switches), roles: admins, humanOnly: true},
+		{method: "GET", pattern: "/v1/aws/accounts/{account_id}/access-changes", handler: handleAccessChanges(d.Logger, d.Switches), roles: people},
+		// SNS authenticates by signature: no token (security: [] in the document).
+		{method: "POST", pattern: "/webhooks/aws/sns", handler: handleSNSWebhook(d.Logger, d.Webhook, limiter), public: true},
 
 		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},

@@ -24,7 +24,11 @@ type Deps struct {
 	// Registrations registers EKS clusters and changes Kukie's access.
 	Registrations *service.Registrations
 	AccessReviews *service.AccessReviews
-	Metrics       *Metrics
+	// Switches changes an account's level on request and answers its
+	// history; Webhook takes SNS deliveries (nil: AWS not configured).
+	Switches *service.Switches
+	Webhook  *service.Webhook
+	Metrics  *Metrics
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration
 }
@@ -45,7 +49,7 @@ func NewServer(d Deps) http.Handler {
 	})
 	authn := authenticate(d.Logger, d.Verifier)
 	limits := limitBody(d.RequestTimeout)
-	for _, rt := range routes(d) {
+	for _, rt := range routes(d, newSourceLimiter()) {
 		h := rt.handler
 		if !rt.public {
 			h = limits(authn(authorize(rt.roles, rt.humanOnly)(h)))

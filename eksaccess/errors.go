@@ -53,13 +53,20 @@ const PropagationWindow = 5 * time.Minute
 // entries are eventually consistent). Everything else is permanent. It
 // decides by operation, error code and elapsed time, never by message text.
 func Retryable(err error, sinceRoleChange time.Duration) bool {
+	return RetryableWithin(err, sinceRoleChange, PropagationWindow)
+}
+
+// RetryableWithin is Retryable with the propagation window given: a level
+// switch retries AccessDeniedException for KUKIE_SWITCH_RETRY_BUDGET after
+// the stack event, the time the template's new IAM policy takes to apply.
+func RetryableWithin(err error, sinceChange, window time.Duration) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if transient(err) || kube.ConnectionFailure(err) {
 		return true
 	}
-	if sinceRoleChange >= PropagationWindow {
+	if sinceChange >= window {
 		return false
 	}
 	code := apiCode(err)

@@ -24,12 +24,11 @@ const (
 	StepDisassociate = "disassociate"
 )
 
-// Outcomes of a SwitchStep: gone is a disassociation of a policy that was
-// not associated (success).
+// Outcomes of a step.
 const (
-	OutcomeOK     = "ok"
-	OutcomeGone   = "gone"
-	OutcomeFailed = "failed"
+	OutcomeOK     = service.AccessChangeOK
+	OutcomeGone   = service.AccessChangeGone
+	OutcomeFailed = service.AccessChangeFailed
 )
 
 // adminRemovalTimeout bounds the ClusterAdmin removal of a downgrade, which
@@ -37,34 +36,7 @@ const (
 // that the customer revoked is worse than one late call.
 const adminRemovalTimeout = 15 * time.Second
 
-// SwitchStep is one AWS call of a level switch, in call order, so the
-// caller can record it in the access history.
-type SwitchStep struct {
-	// Action is StepList, StepAssociate or StepDisassociate.
-	Action string
-	// Policy is the access policy's ARN ("" for StepList).
-	Policy string
-	// Scope is the namespaces of a namespace-scoped association; nil for a
-	// cluster scope and for the other actions.
-	Scope []string
-	// Outcome is OutcomeOK, OutcomeGone or OutcomeFailed.
-	Outcome string
-	// Err is the failure of a failed step (a *service.Error keeping the
-	// AWS error, so Retryable can judge it).
-	Err error
-}
-
-// SwitchResult is where a cluster's access stands after ApplyLevel.
-type SwitchResult struct {
-	// Level is the applied level: full only once ClusterAdmin is in place;
-	// a downgrade counts as limited as soon as it is asked for.
-	Level service.AccessLevel
-	// State and Reason (a message safe to show) are what to record when
-	// the call's error, if any, is not retried.
-	State  service.AccessState
-	Reason string
-	Steps  []SwitchStep
-}
+var _ service.LevelApplier = (*AWS)(nil)
 
 // ApplyLevel makes Kukie's access to cluster c match target, idempotently
 // and failing closed. c.AccessLevel is the level applied so far.
@@ -88,11 +60,11 @@ type SwitchResult struct {
 // upsert; a missing policy is gone). Nothing is retried here: the returned
 // error is the failure that decided the state, for Retryable and the job.
 func (a *AWS) ApplyLevel(ctx context.Context, acct service.Account, externalID string, c service.Cluster,
-	target service.AccessLevel, namespaces []string) (SwitchResult, error) {
+	target service.AccessLevel, namespaces []string, observe func(service.SwitchStep)) (service.SwitchResult, error) {
 	if target != service.AccessFull && target != service.AccessLimited {
-		return SwitchResult{}, service.Errorf(service.EINVALID, "Access level %q is neither full nor limited.", target)
+		return service.SwitchResult{}, service.Errorf(service.EINVALID, "Access level %q is neither full nor limited.", target)
 	}
-	s := &switcher{cluster: c.EKSName, principal: acct.RoleARN,
+	s := &switcher{cluster: c.EKSName, principal: acct.RoleARN, observe: observe,
 		admin: PolicyARN(acct.Partition, policyClusterAdmin), edit: PolicyARN(acct.Partition, policyEdit)}
 	client, err := a.eksClient(ctx, acct.RoleARN, externalID, c.Region)
 	if err != nil {
@@ -122,10 +94,27 @@ type switcher struct {
 	client             *eks.Client
 	cluster, principal string
 	admin, edit        string
-	steps              []SwitchStep
+	observe            func(service.SwitchStep)
+	steps              []service.SwitchStep
 }
 
-func (s *switcher) full(ctx context.Context, c service.Cluster) (SwitchResult, error) {
+// begin reports a call about to be made.
+func (s *switcher) begin(step service.SwitchStep) {
+	if s.observe != nil {
+		step.Outcome = service.AccessChangeStarted
+		s.observe(step)
+	}
+}
+
+// done records a finished call and reports it.
+func (s *switcher) done(step service.SwitchStep) {
+	s.steps = append(s.steps, step)
+	if s.observe != nil {
+		s.observe(step)
+	}
+}
+
+func (s *switcher) full(ctx context.Context, c service.Cluster) (service.SwitchResult, error) {
 	current, listed := s.list(ctx)
 	if scope, ok := current[s.admin]; !listed || !ok || scope.Type != ekstypes.AccessScopeTypeCluster {
 		if err := s.associate(ctx, s.admin, nil); err != nil {
@@ -142,7 +131,7 @@ func (s *switcher) full(ctx context.Context, c service.Cluster) (SwitchResult, e
 	return s.result(service.AccessFull, service.AccessActive, nil), nil
 }
 
-func (s *switcher) limited(ctx context.Context, namespaces []string) (SwitchResult, error) {
+func (s *switcher) limited(ctx context.Context, namespaces []string) (service.SwitchResult, error) {
 	ns := slices.Clone(namespaces)
 	slices.Sort(ns)
 	ns = slices.Compact(ns)
@@ -193,8 +182,8 @@ func removalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // result is the outcome so far; err's message is the reason.
-func (s *switcher) result(level service.AccessLevel, state service.AccessState, err error) SwitchResult {
-	r := SwitchResult{Level: level, State: state, Steps: slices.Clone(s.steps)}
+func (s *switcher) result(level service.AccessLevel, state service.AccessState, err error) service.SwitchResult {
+	r := service.SwitchResult{Level: level, State: state, Steps: slices.Clone(s.steps)}
 	if err != nil {
 		r.Reason = service.ErrorMessage(err)
 	}
@@ -205,12 +194,13 @@ func (s *switcher) result(level service.AccessLevel, state service.AccessState, 
 // when the listing failed (the step records why).
 func (s *switcher) list(ctx context.Context) (current map[string]ekstypes.AccessScope, listed bool) {
 	current = map[string]ekstypes.AccessScope{}
+	s.begin(service.SwitchStep{Action: StepList})
 	pages := eks.NewListAssociatedAccessPoliciesPaginator(s.client, &eks.ListAssociatedAccessPoliciesInput{
 		ClusterName: aws.String(s.cluster), PrincipalArn: aws.String(s.principal)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			s.steps = append(s.steps, SwitchStep{Action: StepList, Outcome: OutcomeFailed, Err: switchError(err)})
+			s.done(service.SwitchStep{Action: StepList, Outcome: OutcomeFailed, Err: switchError(err)})
 			return nil, false
 		}
 		for _, p := range page.AssociatedAccessPolicies {
@@ -221,7 +211,7 @@ func (s *switcher) list(ctx context.Context) (current map[string]ekstypes.Access
 			current[aws.ToString(p.PolicyArn)] = scope
 		}
 	}
-	s.steps = append(s.steps, SwitchStep{Action: StepList, Outcome: OutcomeOK})
+	s.done(service.SwitchStep{Action: StepList, Outcome: OutcomeOK})
 	return current, true
 }
 
@@ -232,30 +222,32 @@ func (s *switcher) associate(ctx context.Context, policy string, namespaces []st
 	if namespaces != nil {
 		scope = &ekstypes.AccessScope{Type: ekstypes.AccessScopeTypeNamespace, Namespaces: slices.Clone(namespaces)}
 	}
+	step := service.SwitchStep{Action: StepAssociate, Policy: policy, Scope: slices.Clone(namespaces), Outcome: OutcomeOK}
+	s.begin(step)
 	_, err := s.client.AssociateAccessPolicy(ctx, &eks.AssociateAccessPolicyInput{
 		ClusterName: aws.String(s.cluster), PrincipalArn: aws.String(s.principal),
 		PolicyArn: aws.String(policy), AccessScope: scope})
-	step := SwitchStep{Action: StepAssociate, Policy: policy, Scope: slices.Clone(namespaces), Outcome: OutcomeOK}
 	if err != nil {
 		step.Outcome, step.Err = OutcomeFailed, switchError(err)
 	}
-	s.steps = append(s.steps, step)
+	s.done(step)
 	return step.Err
 }
 
 // disassociate removes policy; one that is not there (or an entry or
 // cluster that is gone) is removed already.
 func (s *switcher) disassociate(ctx context.Context, policy string) error {
+	step := service.SwitchStep{Action: StepDisassociate, Policy: policy, Outcome: OutcomeOK}
+	s.begin(step)
 	_, err := s.client.DisassociateAccessPolicy(ctx, &eks.DisassociateAccessPolicyInput{
 		ClusterName: aws.String(s.cluster), PrincipalArn: aws.String(s.principal), PolicyArn: aws.String(policy)})
-	step := SwitchStep{Action: StepDisassociate, Policy: policy, Outcome: OutcomeOK}
 	switch {
 	case notFound(err):
 		step.Outcome = OutcomeGone
 	case err != nil:
 		step.Outcome, step.Err = OutcomeFailed, switchError(err)
 	}
-	s.steps = append(s.steps, step)
+	s.done(step)
 	return step.Err
 }
 

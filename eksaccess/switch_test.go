@@ -33,14 +33,14 @@ func editAssoc(namespaces ...string) awsfake.Association {
 	return awsfake.Association{PolicyARN: editPolicy, ScopeType: awsfake.ScopeNamespace, Namespaces: namespaces}
 }
 
-func listStep(outcome string) SwitchStep { return SwitchStep{Action: StepList, Outcome: outcome} }
+func listStep(outcome service.AccessChangeOutcome) service.SwitchStep { return service.SwitchStep{Action: StepList, Outcome: outcome} }
 
-func associateStep(policy string, outcome string, scope ...string) SwitchStep {
-	return SwitchStep{Action: StepAssociate, Policy: policy, Scope: scope, Outcome: outcome}
+func associateStep(policy string, outcome service.AccessChangeOutcome, scope ...string) service.SwitchStep {
+	return service.SwitchStep{Action: StepAssociate, Policy: policy, Scope: scope, Outcome: outcome}
 }
 
-func disassociateStep(policy, outcome string) SwitchStep {
-	return SwitchStep{Action: StepDisassociate, Policy: policy, Outcome: outcome}
+func disassociateStep(policy string, outcome service.AccessChangeOutcome) service.SwitchStep {
+	return service.SwitchStep{Action: StepDisassociate, Policy: policy, Outcome: outcome}
 }
 
 // setRole replaces the customer role as a stack update does: same ARN and
@@ -63,7 +63,7 @@ func policyCalls(f *awsfake.AWS) []string {
 }
 
 // stepOps are the operations steps stand for.
-func stepOps(steps []SwitchStep) []string {
+func stepOps(steps []service.SwitchStep) []string {
 	op := map[string]string{StepList: awsfake.OpListAssociatedAccessPolicies,
 		StepAssociate: awsfake.OpAssociateAccessPolicy, StepDisassociate: awsfake.OpDisassociateAccessPolicy}
 	var ops []string
@@ -77,9 +77,9 @@ var ignoreTimes = cmpopts.IgnoreFields(awsfake.Association{}, "AssociatedAt", "M
 
 // checkSteps compares steps without their errors, and checks that exactly
 // the failed ones carry a service error.
-func checkSteps(t *testing.T, want, got []SwitchStep) {
+func checkSteps(t *testing.T, want, got []service.SwitchStep) {
 	t.Helper()
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SwitchStep{}, "Err"), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(service.SwitchStep{}, "Err"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 	for i, s := range got {
@@ -102,47 +102,47 @@ func TestApplyLevel(t *testing.T) {
 		target   service.AccessLevel
 		ns       []string
 
-		want         SwitchResult // Reason is checked for presence only
+		want         service.SwitchResult // Reason is checked for presence only
 		wantAssoc    []awsfake.Association
 		code, reason string
 		retryable    bool // within the propagation window
 	}{
 		{name: "UpgradeAdminFirstThenEditRemoved", role: awsfake.LevelFull, existing: []awsfake.Association{editAssoc("team-a")},
 			from: service.AccessLimited, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(adminPolicy, OutcomeOK), disassociateStep(editPolicy, OutcomeOK)}},
 			wantAssoc: []awsfake.Association{adminAssoc}},
 		{name: "DowngradeEditFirstThenAdminRemoved", role: awsfake.LevelLimited, existing: []awsfake.Association{adminAssoc},
 			from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-b", "team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeOK, "team-a", "team-b"), disassociateStep(adminPolicy, OutcomeOK)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a", "team-b")}},
 		{name: "NarrowsEditScope", role: awsfake.LevelLimited, existing: []awsfake.Association{editAssoc("team-a", "team-b")},
 			from: service.AccessLimited, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeOK, "team-a"), disassociateStep(adminPolicy, OutcomeGone)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a")}},
 		{name: "WidensEditScope", role: awsfake.LevelLimited, existing: []awsfake.Association{editAssoc("team-a")},
 			from: service.AccessLimited, target: service.AccessLimited, ns: []string{"team-a", "team-b"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeOK, "team-a", "team-b"), disassociateStep(adminPolicy, OutcomeGone)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a", "team-b")}},
 		{name: "EmptyScopeRemovesEditAndAdmin", role: awsfake.LevelLimited, existing: []awsfake.Association{adminAssoc, editAssoc("team-a")},
 			from: service.AccessFull, target: service.AccessLimited,
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessNamespaceNotAllowed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessNamespaceNotAllowed, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), disassociateStep(editPolicy, OutcomeOK), disassociateStep(adminPolicy, OutcomeOK)}}},
 		{name: "EmptyScopeWithNothingAssociated", role: awsfake.LevelLimited,
 			from: service.AccessLimited, target: service.AccessLimited, ns: []string{""},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessNamespaceNotAllowed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessNamespaceNotAllowed, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), disassociateStep(adminPolicy, OutcomeGone)}}},
 		{name: "DowngradeEditDeniedStillRemovesAdmin", role: awsfake.LevelLimited, deny: []string{"eks:AssociateAccessPolicy"},
 			existing: []awsfake.Association{adminAssoc}, from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeFailed, "team-a"), disassociateStep(adminPolicy, OutcomeOK)}},
 			code: service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "DowngradeEditOutsideAllowedStillRemovesAdmin", role: awsfake.LevelLimited,
 			existing: []awsfake.Association{adminAssoc}, from: service.AccessFull, target: service.AccessLimited, ns: []string{"payments"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeFailed, "payments"), disassociateStep(adminPolicy, OutcomeOK)}},
 			code: service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "DowngradeEditFailingOtherwiseStillRemovesAdmin", role: awsfake.LevelLimited,
@@ -150,26 +150,26 @@ func TestApplyLevel(t *testing.T) {
 				f.FailWith(awsfake.OpAssociateAccessPolicy, awsfake.Fault{Times: awsfake.Always, Code: "InvalidRequestException", Status: 400})
 			},
 			existing: []awsfake.Association{adminAssoc}, from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeFailed, "team-a"), disassociateStep(adminPolicy, OutcomeOK)}},
 			code: service.EVALIDATION, reason: ReasonAWSRequestRejected},
 		{name: "NarrowingDeniedRemovesWiderEdit", role: awsfake.LevelLimited, deny: []string{"eks:AssociateAccessPolicy"},
 			existing: []awsfake.Association{editAssoc("team-a", "team-b")}, from: service.AccessLimited, target: service.AccessLimited,
 			ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeFailed, "team-a"), disassociateStep(editPolicy, OutcomeOK),
 				disassociateStep(adminPolicy, OutcomeGone)}},
 			code: service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "WideningDeniedKeepsNarrowerEdit", role: awsfake.LevelLimited, deny: []string{"eks:AssociateAccessPolicy"},
 			existing: []awsfake.Association{editAssoc("team-a")}, from: service.AccessLimited, target: service.AccessLimited,
 			ns: []string{"team-a", "team-b"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeFailed, "team-a", "team-b"), disassociateStep(adminPolicy, OutcomeGone)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a")},
 			code:      service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "AdminRemovalDeniedIsRevocationFailed", role: awsfake.LevelLimited, deny: []string{"eks:DisassociateAccessPolicy"},
 			existing: []awsfake.Association{adminAssoc}, from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessRevocationFailed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessRevocationFailed, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeOK, "team-a"), disassociateStep(adminPolicy, OutcomeFailed)}},
 			wantAssoc: []awsfake.Association{adminAssoc, editAssoc("team-a")},
 			code:      service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
@@ -178,24 +178,24 @@ func TestApplyLevel(t *testing.T) {
 				f.FailWith(awsfake.OpDisassociateAccessPolicy, awsfake.Fault{Times: awsfake.Always, Code: "ThrottlingException", Status: 429})
 			},
 			existing: []awsfake.Association{adminAssoc}, from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessRevocationFailed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessRevocationFailed, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(editPolicy, OutcomeOK, "team-a"), disassociateStep(adminPolicy, OutcomeFailed)}},
 			wantAssoc: []awsfake.Association{adminAssoc, editAssoc("team-a")},
 			code:      service.EUNAVAILABLE, reason: reasonAWSUnavailable, retryable: true},
 		{name: "UpgradeDeniedKeepsLimitedAndEdit", role: awsfake.LevelLimited, existing: []awsfake.Association{editAssoc("team-a")},
 			from: service.AccessLimited, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessUpgradeFailed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessUpgradeFailed, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(adminPolicy, OutcomeFailed)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a")},
 			code:      service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "FullClusterThatLostAdminIsDegraded", role: awsfake.LevelFull, deny: []string{"eks:AssociateAccessPolicy"},
 			from: service.AccessFull, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(adminPolicy, OutcomeFailed)}},
 			code: service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
 		{name: "UpgradeLeftoverEditIsRetried", role: awsfake.LevelFull, deny: []string{"eks:DisassociateAccessPolicy"},
 			existing: []awsfake.Association{editAssoc("team-a")}, from: service.AccessLimited, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeOK), associateStep(adminPolicy, OutcomeOK), disassociateStep(editPolicy, OutcomeFailed)}},
 			wantAssoc: []awsfake.Association{adminAssoc, editAssoc("team-a")},
 			code:      service.EVALIDATION, reason: ReasonAWSAccessDenied, retryable: true},
@@ -204,7 +204,7 @@ func TestApplyLevel(t *testing.T) {
 				f.FailWith(awsfake.OpListAssociatedAccessPolicies, awsfake.Fault{Times: awsfake.Always, Code: "ServerException", Status: 500})
 			},
 			from: service.AccessLimited, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessFull, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeFailed), associateStep(adminPolicy, OutcomeOK), disassociateStep(editPolicy, OutcomeOK)}},
 			wantAssoc: []awsfake.Association{adminAssoc}},
 		{name: "UnlistableLimitedWritesBlind", role: awsfake.LevelLimited, existing: []awsfake.Association{adminAssoc},
@@ -212,16 +212,16 @@ func TestApplyLevel(t *testing.T) {
 				f.FailWith(awsfake.OpListAssociatedAccessPolicies, awsfake.Fault{Times: awsfake.Always, Code: "ServerException", Status: 500})
 			},
 			from: service.AccessFull, target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessActive, Steps: []service.SwitchStep{
 				listStep(OutcomeFailed), associateStep(editPolicy, OutcomeOK, "team-a"), disassociateStep(adminPolicy, OutcomeOK)}},
 			wantAssoc: []awsfake.Association{editAssoc("team-a")}},
 		{name: "ErrEntryMissingOnUpgrade", role: awsfake.LevelFull, noEntry: true, from: service.AccessLimited, target: service.AccessFull,
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessUpgradeFailed, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessUpgradeFailed, Steps: []service.SwitchStep{
 				listStep(OutcomeFailed), associateStep(adminPolicy, OutcomeFailed)}},
 			code: service.ENOTFOUND, reason: ReasonAccessEntryMissing},
 		{name: "ErrEntryMissingOnDowngrade", role: awsfake.LevelLimited, noEntry: true, from: service.AccessFull,
 			target: service.AccessLimited, ns: []string{"team-a"},
-			want: SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []SwitchStep{
+			want: service.SwitchResult{Level: service.AccessLimited, State: service.AccessDegraded, Steps: []service.SwitchStep{
 				listStep(OutcomeFailed), associateStep(editPolicy, OutcomeFailed, "team-a"), disassociateStep(adminPolicy, OutcomeGone)}},
 			code: service.ENOTFOUND, reason: ReasonAccessEntryMissing},
 	} {
@@ -236,7 +236,9 @@ func TestApplyLevel(t *testing.T) {
 				tc.fault(fx.fake)
 			}
 			c := eksCluster(tc.from)
-			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, c, tc.target, tc.ns)
+			var observed []service.SwitchStep
+			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, c, tc.target, tc.ns,
+				func(s service.SwitchStep) { observed = append(observed, s) })
 			if tc.code == "" && err != nil {
 				t.Fatalf("ApplyLevel: %v", err)
 			}
@@ -256,6 +258,14 @@ func TestApplyLevel(t *testing.T) {
 				t.Errorf("Reason %q: want one exactly when the state is not active or an error is returned", got.Reason)
 			}
 			checkSteps(t, tc.want.Steps, got.Steps)
+			// Each step is reported before its call (started) and after it.
+			var announced []service.SwitchStep
+			for _, s := range got.Steps {
+				started := s
+				started.Outcome, started.Err = service.AccessChangeStarted, nil
+				announced = append(announced, started, s)
+			}
+			checkSteps(t, announced, observed)
 			// The SDK retries throttling and 5xx, so one step may be several
 			// calls of its operation; the order is the steps' order.
 			if diff := cmp.Diff(slices.Compact(stepOps(got.Steps)), slices.Compact(policyCalls(fx.fake))); diff != "" {
@@ -274,15 +284,15 @@ func TestApplyLevelIdempotent(t *testing.T) {
 		role        awsfake.Level
 		target      service.AccessLevel
 		ns          []string
-		secondSteps []SwitchStep
+		secondSteps []service.SwitchStep
 	}{
-		{"Full", awsfake.LevelFull, service.AccessFull, nil, []SwitchStep{listStep(OutcomeOK)}},
+		{"Full", awsfake.LevelFull, service.AccessFull, nil, []service.SwitchStep{listStep(OutcomeOK)}},
 		// ClusterAdmin's removal is sent whatever the listing says (a stale
 		// listing must not leave admin in place): answered gone.
 		{"Limited", awsfake.LevelLimited, service.AccessLimited, []string{"team-a", "team-b"},
-			[]SwitchStep{listStep(OutcomeOK), disassociateStep(adminPolicy, OutcomeGone)}},
+			[]service.SwitchStep{listStep(OutcomeOK), disassociateStep(adminPolicy, OutcomeGone)}},
 		{"NoNamespaceAllowed", awsfake.LevelLimited, service.AccessLimited, nil,
-			[]SwitchStep{listStep(OutcomeOK), disassociateStep(adminPolicy, OutcomeGone)}},
+			[]service.SwitchStep{listStep(OutcomeOK), disassociateStep(adminPolicy, OutcomeGone)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := mustFixture(t, tc.role, "team-*")
@@ -290,13 +300,13 @@ func TestApplyLevelIdempotent(t *testing.T) {
 			fx.fake.AddAccessEntry(arn, awsfake.AccessEntry{PrincipalARN: customerRole,
 				Policies: []awsfake.Association{adminAssoc, editAssoc("team-z")}})
 			ctx := ctxFor(t)
-			first, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, tc.ns)
+			first, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, tc.ns, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			after := fx.fake.Associations(arn, customerRole)
 			fx.fake.ResetCalls()
-			second, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(tc.target), tc.target, tc.ns)
+			second, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(tc.target), tc.target, tc.ns, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +339,7 @@ func TestApplyLevelRemovesAdminAfterContextEnds(t *testing.T) {
 	fx.fake.SetLatency(awsfake.OpAssociateAccessPolicy, 3*time.Second)
 	jobCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	got, err := fx.aws.ApplyLevel(jobCtx, fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"})
+	got, err := fx.aws.ApplyLevel(jobCtx, fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, nil)
 	if !Retryable(err, time.Hour) {
 		t.Errorf("err = %v, want the Edit step's timeout, retryable", err)
 	}
@@ -355,7 +365,7 @@ func TestApplyLevelRoleNotAssumable(t *testing.T) {
 			fx := mustFixture(t, awsfake.LevelFull)
 			fx.fake.AddRole(awsfake.Role{ARN: customerRole, Trust: awsfake.Trust{Mode: awsfake.TrustPinned, ExternalID: "changed"},
 				Level: awsfake.LevelFull})
-			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, []string{"team-a"})
+			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, []string{"team-a"}, nil)
 			wantReason(t, err, service.EVALIDATION, reasonAssumeRoleDenied)
 			if got.State != tc.state || got.Level != service.AccessLimited || len(got.Steps) != 0 || got.Reason == "" {
 				t.Errorf("result = %+v, want limited/%s with a reason and no steps", got, tc.state)
@@ -366,7 +376,7 @@ func TestApplyLevelRoleNotAssumable(t *testing.T) {
 
 func TestApplyLevelInvalidTarget(t *testing.T) {
 	fx := mustFixture(t, awsfake.LevelFull)
-	_, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), "admin", nil)
+	_, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), "admin", nil, nil)
 	if service.ErrorCode(err) != service.EINVALID {
 		t.Errorf("err = %v, want EINVALID", err)
 	}
@@ -440,10 +450,10 @@ func TestApplyLevelRBAC(t *testing.T) {
 	waitCan(t, ctx, kube, true, "patch", "apps", "deployments", "sandbox-plain")
 	waitCan(t, ctx, kube, false, "list", "argoproj.io", "applications", "argocd")
 
-	apply := func(t *testing.T, target service.AccessLevel, namespaces []string, want []SwitchStep) {
+	apply := func(t *testing.T, target service.AccessLevel, namespaces []string, want []service.SwitchStep) {
 		t.Helper()
 		fx.fake.ResetCalls()
-		got, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, c, target, namespaces)
+		got, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, c, target, namespaces, nil)
 		if err != nil {
 			t.Fatalf("ApplyLevel %s: %v", target, err)
 		}
@@ -460,7 +470,7 @@ func TestApplyLevelRBAC(t *testing.T) {
 
 	if !t.Run("UpgradeToFull", func(t *testing.T) {
 		fx.setRole(awsfake.LevelFull, nil) // the stack update's IAM policy
-		apply(t, service.AccessFull, nil, []SwitchStep{listStep(OutcomeOK), associateStep(adminPolicy, OutcomeOK),
+		apply(t, service.AccessFull, nil, []service.SwitchStep{listStep(OutcomeOK), associateStep(adminPolicy, OutcomeOK),
 			disassociateStep(editPolicy, OutcomeOK)})
 		waitCan(t, ctx, kube, true, "list", "argoproj.io", "applications", "argocd")
 		list, err := dyn.Resource(apps).Namespace("argocd").List(ctx, metav1.ListOptions{})
@@ -473,7 +483,7 @@ func TestApplyLevelRBAC(t *testing.T) {
 
 	if !t.Run("DowngradeToLimited", func(t *testing.T) {
 		fx.setRole(awsfake.LevelLimited, []string{"sandbox-*"})
-		apply(t, service.AccessLimited, []string{"sandbox-helm", "sandbox-plain"}, []SwitchStep{listStep(OutcomeOK),
+		apply(t, service.AccessLimited, []string{"sandbox-helm", "sandbox-plain"}, []service.SwitchStep{listStep(OutcomeOK),
 			associateStep(editPolicy, OutcomeOK, "sandbox-helm", "sandbox-plain"), disassociateStep(adminPolicy, OutcomeOK)})
 		waitCan(t, ctx, kube, false, "list", "argoproj.io", "applications", "argocd")
 		if _, err := dyn.Resource(apps).Namespace("argocd").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
@@ -491,7 +501,7 @@ func TestApplyLevelRBAC(t *testing.T) {
 
 	t.Run("NarrowLimited", func(t *testing.T) {
 		fx.setRole(awsfake.LevelLimited, []string{"sandbox-plain"}) // AllowedNamespaces shrank
-		apply(t, service.AccessLimited, []string{"sandbox-plain"}, []SwitchStep{listStep(OutcomeOK),
+		apply(t, service.AccessLimited, []string{"sandbox-plain"}, []service.SwitchStep{listStep(OutcomeOK),
 			associateStep(editPolicy, OutcomeOK, "sandbox-plain"), disassociateStep(adminPolicy, OutcomeGone)})
 		waitCan(t, ctx, kube, false, "patch", "apps", "deployments", "sandbox-helm")
 		waitCan(t, ctx, kube, true, "patch", "apps", "deployments", "sandbox-plain")

@@ -30,12 +30,13 @@ const (
 // Defaults of Options.
 const (
 	DefaultMaxAttempts  = 12
-	DefaultJobTimeout   = 30 * time.Second
+	DefaultJobTimeout   = time.Minute // KUKIE_JOB_TIMEOUT
 	DefaultWorkers      = 10
 	DefaultPollInterval = time.Second
 	// DefaultRescueAfter is how long a job may stay running before it is
-	// taken for dead (its process crashed) and retried.
-	DefaultRescueAfter = 5 * time.Minute
+	// taken for dead (its process crashed) and retried
+	// (KUKIE_JOB_RESCUE_AFTER).
+	DefaultRescueAfter = 2 * time.Minute
 )
 
 // hardStopWait bounds how long Stop waits for cancelled jobs to return once
@@ -74,35 +75,53 @@ type Options struct {
 	// RescueAfter is how long a job may stay running before it is retried
 	// as abandoned; it must exceed JobTimeout.
 	RescueAfter time.Duration
+	// Switch, when set, adds the level-switch jobs (the account reconcile,
+	// SNS subscription confirmation, catch-up and periodic reconcile) and
+	// makes the queue a service.SwitchTrigger.
+	Switch *SwitchOptions
 }
 
 // Queue enqueues and runs the cluster access jobs. It implements
 // service.AccessJobs.
 type Queue struct {
-	client *river.Client[pgx.Tx]
+	client   *river.Client[pgx.Tx]
+	switches *SwitchOptions
 }
 
 // New builds the queue on pool (River's tables come with
 // migrations.Up). It runs nothing until Start.
 func New(pool *pgxpool.Pool, run Runner, opts Options) (*Queue, error) {
+	jobTimeout := cmp.Or(opts.JobTimeout, DefaultJobTimeout)
+	rescueAfter := cmp.Or(opts.RescueAfter, max(DefaultRescueAfter, 2*jobTimeout))
+	if rescueAfter <= jobTimeout {
+		return nil, fmt.Errorf("job queue: the stuck-job rescue (%v) must come after the job timeout (%v)", rescueAfter, jobTimeout)
+	}
+	logger := cmp.Or(opts.Logger, slog.Default())
+	q := &Queue{switches: opts.Switch}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &accessWorker{run: run})
 	river.AddWorker(workers, &removalWorker{run: run})
-	jobTimeout := cmp.Or(opts.JobTimeout, DefaultJobTimeout)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:               cmp.Or(opts.Logger, slog.Default()),
+	cfg := &river.Config{
+		Logger:               logger,
 		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: cmp.Or(opts.Workers, DefaultWorkers)}},
 		Workers:              workers,
 		MaxAttempts:          cmp.Or(opts.MaxAttempts, DefaultMaxAttempts),
 		JobTimeout:           jobTimeout,
 		RetryPolicy:          opts.Backoff,
 		FetchPollInterval:    cmp.Or(opts.PollInterval, DefaultPollInterval),
-		RescueStuckJobsAfter: cmp.Or(opts.RescueAfter, max(DefaultRescueAfter, 2*jobTimeout)),
-	})
+		RescueStuckJobsAfter: rescueAfter,
+	}
+	if opts.Switch != nil {
+		if err := addSwitchWorkers(q, workers, cfg, opts.Switch, logger); err != nil {
+			return nil, err
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
-	return &Queue{client: client}, nil
+	q.client = client
+	return q, nil
 }
 
 // Start starts working jobs in the background. The queue runs until Stop:

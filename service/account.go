@@ -39,9 +39,17 @@ type Account struct {
 	AllowedNamespaces []string     `json:"allowed_namespaces"`
 	// NotificationARNs are the stack's SNS topics: the only topics whose
 	// notifications may switch this account's level.
-	NotificationARNs []string  `json:"-"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"-"`
+	NotificationARNs []string `json:"-"`
+	// ChosenLevel is the level an admin chose ("" when nobody did): it may
+	// narrow what the stack allows, and confirms a v4 account's widening.
+	ChosenLevel AccessLevel `json:"chosen_access_level,omitempty"`
+	// DesiredGeneration counts the changes asked for (stack notifications,
+	// choices, periodic checks); AppliedGeneration the ones the reconcile
+	// job has applied. Equal means the clusters are where the stack says.
+	DesiredGeneration int64     `json:"desired_generation"`
+	AppliedGeneration int64     `json:"applied_generation"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"-"`
 }
 
 // StackFacts is what the customer's CloudFormation stack says about the
@@ -190,13 +198,21 @@ type Accounts struct {
 	ServiceAccountID func(ctx context.Context) string
 	// Registrations removes the account's clusters when it is disconnected.
 	Registrations *Registrations
-	Now           func() time.Time
+	// Switches records a level chosen at onboarding and confirms the SNS
+	// subscriptions that arrived before the account listed their topic
+	// (nil: neither).
+	Switches *Switches
+	Now      func() time.Time
 }
 
 // Connect verifies the role (the ExternalId enforced), reads the stack and
-// stores the account. Nothing is stored when a check fails.
-func (s *Accounts) Connect(ctx context.Context, p Principal, roleARN, stackARN string) (Account, error) {
+// stores the account. Nothing is stored when a check fails. level, when not
+// "", is the level the admin chose at onboarding (see Switches.ChooseLevel).
+func (s *Accounts) Connect(ctx context.Context, p Principal, roleARN, stackARN string, level AccessLevel) (Account, error) {
 	var v ValidationErrors
+	if level != "" && level != AccessFull && level != AccessLimited {
+		v.Add("access_level", "must be full or limited when given")
+	}
 	role, roleOK := ParseRoleARN(roleARN)
 	if !roleOK {
 		v.Add("role_arn", "must be an IAM role ARN such as arn:aws:iam::123456789012:role/kukie-access")
@@ -242,7 +258,21 @@ func (s *Accounts) Connect(ctx context.Context, p Principal, roleARN, stackARN s
 	if facts.ConfirmationRequired {
 		a.State, a.StateReason = AccountConfirmationRequired, facts.Reason
 	}
-	return s.Store.CreateAccount(ctx, a, now)
+	if a, err = s.Store.CreateAccount(ctx, a, now); err != nil {
+		return a, err
+	}
+	if s.Switches == nil {
+		return a, nil
+	}
+	if level != "" && s.Switches.Trigger != nil {
+		// The choice starts a reconcile, which applies it (a v4 account's
+		// FULL stack widens only with full chosen).
+		if a, err = s.Switches.Trigger.Choose(ctx, p.TeamID, a.ID, level, now); err != nil {
+			return a, err
+		}
+	}
+	s.Switches.ConfirmTopics(ctx, a)
+	return a, nil
 }
 
 // List returns the team's accounts.

@@ -299,12 +299,11 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 func checkAllowed(namespaces, allowed []string) error {
 	var v ValidationErrors
 	for i, ns := range namespaces {
-		if strings.HasPrefix(ns, "kube-") {
-			// The template never lets the LIMITED role into system namespaces.
+		if systemNamespace(ns) {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is a system namespace; limited access never covers kube-* namespaces", ns)
 			continue
 		}
-		if !slices.ContainsFunc(allowed, func(pattern string) bool { return stringLike(pattern, ns) }) {
+		if !namespaceAllowed(ns, allowed) {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "%s is not in the stack's AllowedNamespaces (%v); add it to the stack or register without it", ns, allowed)
 		}
 	}
@@ -412,6 +411,16 @@ func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID str
 		}
 	}
 	return nil
+}
+
+// systemNamespace reports a kube-* namespace: the template never lets the
+// LIMITED role into system namespaces.
+func systemNamespace(ns string) bool { return strings.HasPrefix(ns, "kube-") }
+
+// namespaceAllowed reports whether limited access may cover ns: not a
+// system namespace, and matched by one of the stack's AllowedNamespaces.
+func namespaceAllowed(ns string, allowed []string) bool {
+	return !systemNamespace(ns) && slices.ContainsFunc(allowed, func(pattern string) bool { return stringLike(pattern, ns) })
 }
 
 // stringLike matches s against an IAM StringLike pattern: * is any run of

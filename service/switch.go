@@ -5,6 +5,46 @@ import (
 	"time"
 )
 
+// SwitchStep is one AWS call of a level switch, in call order.
+type SwitchStep struct {
+	// Action is "list", "associate" or "disassociate".
+	Action string
+	// Policy is the access policy's ARN ("" for a listing).
+	Policy string
+	// Scope is the namespaces of a namespace-scoped association; nil for a
+	// cluster scope and for the other actions.
+	Scope []string
+	// Outcome is "started" (reported before the call), then "ok", "gone"
+	// (a disassociation of a policy that was not there: success) or
+	// "failed".
+	Outcome AccessChangeOutcome
+	// Err is the failure of a failed step: a *Error keeping the AWS error.
+	Err error
+}
+
+// SwitchResult is where a cluster's access stands after a switch.
+type SwitchResult struct {
+	// Level is the applied level: full only once ClusterAdmin is in place;
+	// a downgrade counts as limited as soon as it is asked for.
+	Level AccessLevel
+	// State and Reason (a message safe to show) are what to record when the
+	// call's error, if any, is not retried.
+	State  AccessState
+	Reason string
+	Steps  []SwitchStep
+}
+
+// LevelApplier makes Kukie's access to an EKS cluster match a level, failing
+// closed (implemented by eksaccess).
+type LevelApplier interface {
+	// ApplyLevel brings cluster c to target: full (ClusterAdmin first, then
+	// Edit removed) or limited (Edit in namespaces, then ClusterAdmin always
+	// removed). observe, when not nil, is told of each call before it is
+	// made (Outcome started) and after.
+	ApplyLevel(ctx context.Context, a Account, externalID string, c Cluster, target AccessLevel,
+		namespaces []string, observe func(SwitchStep)) (SwitchResult, error)
+}
+
 // AccessChangeOutcome says how one step of a level switch ended.
 type AccessChangeOutcome string
 
@@ -126,4 +166,8 @@ type SwitchStore interface {
 	AccountGenerations(ctx context.Context, teamID, accountID string) (desired, applied int64, err error)
 	// SwitchState returns the account's switch bookkeeping.
 	SwitchState(ctx context.Context, teamID, accountID string) (AccountSwitchState, error)
+	// AccountsToReconcile lists accounts of every team that are not being
+	// deleted: all of them, or (lagging) only those whose applied
+	// generation is behind the desired one.
+	AccountsToReconcile(ctx context.Context, lagging bool) ([]AccountKey, error)
 }

@@ -13,13 +13,14 @@ import (
 var _ service.AccountStore = (*DB)(nil)
 
 const accountColumns = `id, team_id, aws_account_id, partition, role_arn, stack_arn, access_level, state,
-	state_reason, template_version, allowed_namespaces, notification_arns, created_at, updated_at`
+	state_reason, template_version, allowed_namespaces, notification_arns, coalesce(chosen_level, ''),
+	desired_generation, applied_generation, created_at, updated_at`
 
 func scanAccount(row pgx.CollectableRow) (service.Account, error) {
 	var a service.Account
 	err := row.Scan(&a.ID, &a.TeamID, &a.AWSAccountID, &a.Partition, &a.RoleARN, &a.StackARN, &a.AccessLevel,
 		&a.State, &a.StateReason, &a.TemplateVersion, &a.AllowedNamespaces, &a.NotificationARNs,
-		&a.CreatedAt, &a.UpdatedAt)
+		&a.ChosenLevel, &a.DesiredGeneration, &a.AppliedGeneration, &a.CreatedAt, &a.UpdatedAt)
 	return a, err
 }
 

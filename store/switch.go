@@ -104,10 +104,28 @@ func (db *DB) MarkApplied(ctx context.Context, teamID, accountID string, generat
 // desired generation so the reconcile job applies it.
 func (db *DB) SetChosenLevel(ctx context.Context, teamID, accountID string, level service.AccessLevel,
 	now time.Time) (service.Account, error) {
-	rows, _ := db.pool.Query(ctx, `UPDATE aws_accounts SET chosen_level = $3, chosen_at = $4,
-			desired_generation = desired_generation + 1
-		WHERE team_id = $1 AND id = $2 RETURNING `+accountColumns, teamID, accountID, level, now)
-	return oneAccount(rows)
+	return db.SetChosenLevelTx(ctx, teamID, accountID, level, now, nil)
+}
+
+// SetChosenLevelTx is SetChosenLevel that also runs inTx (inserting the
+// reconcile job) in the same transaction.
+func (db *DB) SetChosenLevelTx(ctx context.Context, teamID, accountID string, level service.AccessLevel,
+	now time.Time, inTx func(tx pgx.Tx) error) (service.Account, error) {
+	var out service.Account
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `UPDATE aws_accounts SET chosen_level = $3, chosen_at = $4,
+				desired_generation = desired_generation + 1
+			WHERE team_id = $1 AND id = $2 RETURNING `+accountColumns, teamID, accountID, level, now)
+		var err error
+		if out, err = oneAccount(rows); err != nil {
+			return err
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	})
+	return out, mapError(err)
 }
 
 // SetAccountFacts records what the stack says: the level to apply, the
@@ -322,4 +340,63 @@ func (db *DB) SwitchState(ctx context.Context, teamID, accountID string) (servic
 		s.LastStackEventAt = *lastEvent
 	}
 	return s, nil
+}
+
+// AccountsToReconcile lists the accounts of every team that are not being
+// deleted, oldest first: all, or (lagging) those whose applied generation
+// is behind the desired one.
+func (db *DB) AccountsToReconcile(ctx context.Context, lagging bool) ([]service.AccountKey, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT team_id, id FROM aws_accounts
+		WHERE state <> 'deleting' AND (NOT $1 OR applied_generation < desired_generation)
+		ORDER BY created_at, team_id, id`, lagging)
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (service.AccountKey, error) {
+		var k service.AccountKey
+		err := row.Scan(&k.TeamID, &k.AccountID)
+		return k, err
+	})
+	return keys, mapError(err)
+}
+
+// RequestReconcileTx bumps the account's desired generation and runs inTx
+// (inserting the reconcile job) in the same transaction.
+func (db *DB) RequestReconcileTx(ctx context.Context, teamID, accountID string, inTx func(tx pgx.Tx) error) error {
+	return mapError(pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE aws_accounts SET desired_generation = desired_generation + 1
+			WHERE team_id = $1 AND id = $2 AND state <> 'deleting'`, teamID, accountID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return service.ErrAccountNotFound()
+		}
+		if inTx != nil {
+			return inTx(tx)
+		}
+		return nil
+	}))
+}
+
+// ClustersByAccessState counts the EKS clusters of every team by access
+// state (for the metrics).
+func (db *DB) ClustersByAccessState(ctx context.Context) (map[string]int, error) {
+	return db.countBy(ctx, `SELECT access_state, count(*) FROM clusters WHERE kind = 'eks' GROUP BY access_state`)
+}
+
+// JobBacklog counts the jobs not yet finished (available, scheduled,
+// retryable, running, pending) by "kind/state" (for the metrics).
+func (db *DB) JobBacklog(ctx context.Context) (map[string]int, error) {
+	return db.countBy(ctx, `SELECT kind || '/' || state::text, count(*) FROM river_job
+		WHERE state NOT IN ('completed', 'cancelled', 'discarded') GROUP BY 1`)
+}
+
+func (db *DB) countBy(ctx context.Context, query string) (map[string]int, error) {
+	rows, _ := db.pool.Query(ctx, query)
+	out := map[string]int{}
+	var key string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error {
+		out[key] = n
+		return nil
+	})
+	return out, mapError(err)
 }

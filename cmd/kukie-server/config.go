@@ -16,7 +16,9 @@ import (
 
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/sns"
 )
 
 // config is the server's whole configuration, read from KUKIE_* variables.
@@ -45,6 +47,13 @@ type config struct {
 	ClusterQPS    float64
 	ClusterBurst  int
 	MutatingTools map[string]bool
+
+	// Jobs and level switches (Go duration syntax).
+	JobTimeout        time.Duration // KUKIE_JOB_TIMEOUT: one run of a job
+	JobRescueAfter    time.Duration // KUKIE_JOB_RESCUE_AFTER: a running job taken for dead
+	SwitchRetryBudget time.Duration // KUKIE_SWITCH_RETRY_BUDGET: AccessDenied retried after a stack event
+	ReconcileInterval time.Duration // KUKIE_RECONCILE_INTERVAL: every account reconciled
+	SNSMaxMessageAge  time.Duration // KUKIE_SNS_MAX_MESSAGE_AGE: oldest SNS Timestamp taken
 }
 
 // Upper bounds of the per-cluster rate limit: far above what one client
@@ -84,6 +93,11 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		DetectionBudget:    10 * time.Second,
 		ClusterQPS:         float64(kube.DefaultQPS),
 		ClusterBurst:       kube.DefaultBurst,
+		JobTimeout:         jobs.DefaultJobTimeout,
+		JobRescueAfter:     jobs.DefaultRescueAfter,
+		SwitchRetryBudget:  service.DefaultSwitchRetryBudget,
+		ReconcileInterval:  jobs.DefaultReconcileInterval,
+		SNSMaxMessageAge:   sns.DefaultMaxAge,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -107,7 +121,10 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		name string
 		dst  *time.Duration
 	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout},
-		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}, {"KUKIE_DETECTION_BUDGET", &c.DetectionBudget}} {
+		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}, {"KUKIE_DETECTION_BUDGET", &c.DetectionBudget},
+		{"KUKIE_JOB_TIMEOUT", &c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", &c.JobRescueAfter},
+		{"KUKIE_SWITCH_RETRY_BUDGET", &c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", &c.ReconcileInterval},
+		{"KUKIE_SNS_MAX_MESSAGE_AGE", &c.SNSMaxMessageAge}} {
 		if s := strings.TrimSpace(getenv(d.name)); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil || v < 0 {
@@ -145,6 +162,18 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	}
 	if c.DetectionBudget == 0 {
 		return c, &configError{"KUKIE_DETECTION_BUDGET", "must be above zero"}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"KUKIE_JOB_TIMEOUT", c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", c.JobRescueAfter},
+		{"KUKIE_RECONCILE_INTERVAL", c.ReconcileInterval}, {"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}} {
+		if d.v == 0 {
+			return c, &configError{d.name, "must be above zero"}
+		}
+	}
+	if c.JobRescueAfter <= c.JobTimeout {
+		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
 	tools := service.DefaultMutatingTools
 	if s := strings.TrimSpace(getenv("KUKIE_MUTATING_TOOLS")); s != "" {
@@ -236,6 +265,11 @@ func (c config) LogValue() slog.Value {
 		slog.Float64("cluster_qps", c.ClusterQPS),
 		slog.Int("cluster_burst", c.ClusterBurst),
 		slog.Any("mutating_tools", slices.Sorted(maps.Keys(c.MutatingTools))),
+		slog.String("job_timeout", c.JobTimeout.String()),
+		slog.String("job_rescue_after", c.JobRescueAfter.String()),
+		slog.String("switch_retry_budget", c.SwitchRetryBudget.String()),
+		slog.String("reconcile_interval", c.ReconcileInterval.String()),
+		slog.String("sns_max_message_age", c.SNSMaxMessageAge.String()),
 	)
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,4 +55,75 @@ func registerPoolMetrics(reg prometheus.Registerer, db *store.DB) {
 		func() float64 { return float64(db.Stat().IdleConns()) })
 	gauge("kukie_db_pool_total_connections", "Open database connections.",
 		func() float64 { return float64(db.Stat().TotalConns()) })
+}
+
+// switchMetrics counts level switches, disconnections and SNS deliveries
+// (service.SwitchMetrics and service.WebhookMetrics).
+type switchMetrics struct {
+	switches     *prometheus.CounterVec
+	disconnected *prometheus.CounterVec
+	sns          *prometheus.CounterVec
+}
+
+func newSwitchMetrics(reg prometheus.Registerer) *switchMetrics {
+	m := &switchMetrics{
+		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_access_switches_total",
+			Help: "Level switches of EKS clusters by outcome: ok, retry, degraded, upgrade_failed, namespace_not_allowed, revocation_failed (alert on it).",
+		}, []string{"outcome"}),
+		disconnected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_aws_accounts_disconnected_total",
+			Help: "AWS accounts that stopped receiving stack notifications, by why: unsubscribed, stack_deleted.",
+		}, []string{"why"}),
+		sns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kukie_sns_messages_total",
+			Help: "SNS deliveries to the webhook by verdict (accepted, duplicate, ignored, confirming, pending, disconnected, malformed, rejected, transient) and reason.",
+		}, []string{"verdict", "reason"}),
+	}
+	reg.MustRegister(m.switches, m.disconnected, m.sns)
+	return m
+}
+
+func (m *switchMetrics) Switch(outcome string)          { m.switches.WithLabelValues(outcome).Inc() }
+func (m *switchMetrics) AccountDisconnected(why string) { m.disconnected.WithLabelValues(why).Inc() }
+func (m *switchMetrics) SNSMessage(verdict, reason string) {
+	m.sns.WithLabelValues(verdict, reason).Inc()
+}
+
+// dbGauges exports counts read from the database at scrape time: clusters
+// by access state and the job backlog. A scrape that cannot read them
+// exports nothing for them (the pool metrics show why).
+type dbGauges struct {
+	db       *store.DB
+	clusters *prometheus.Desc
+	backlog  *prometheus.Desc
+}
+
+func registerDBGauges(reg prometheus.Registerer, db *store.DB) {
+	reg.MustRegister(&dbGauges{db: db,
+		clusters: prometheus.NewDesc("kukie_clusters_by_access_state", "EKS clusters by access_state.", []string{"access_state"}, nil),
+		backlog: prometheus.NewDesc("kukie_job_backlog", "Jobs not finished yet, by kind and state.",
+			[]string{"kind", "state"}, nil),
+	})
+}
+
+func (g *dbGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.clusters
+	ch <- g.backlog
+}
+
+func (g *dbGauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if counts, err := g.db.ClustersByAccessState(ctx); err == nil {
+		for state, n := range counts {
+			ch <- prometheus.MustNewConstMetric(g.clusters, prometheus.GaugeValue, float64(n), state)
+		}
+	}
+	if counts, err := g.db.JobBacklog(ctx); err == nil {
+		for key, n := range counts {
+			kind, state, _ := strings.Cut(key, "/")
+			ch <- prometheus.MustNewConstMetric(g.backlog, prometheus.GaugeValue, float64(n), kind, state)
+		}
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
 )
 
@@ -137,7 +138,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPoolMetrics(reg, db)
+	registerDBGauges(reg, db)
 	clusterObs := newClusterMetrics(reg)
+	switchObs := newSwitchMetrics(reg)
 
 	staticClusters, connector, err := kube.LoadStaticClusters(cfg.StaticClustersFile)
 	if err != nil {
@@ -156,14 +159,22 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// aws_unavailable and static clusters keep working.
 	var awsAccess service.AWSAccess
 	var awsChecker service.AccessChecker
+	var levels service.LevelApplier
 	var serviceAccountID func(context.Context) string
+	var snsVerifier *sns.Verifier
 	connectors := eksaccess.ByKind{Static: connector}
 	if cfg.AWSRegion != "" {
 		side, err := newAWSSide(ctx, cfg.AWSRegion, db)
 		if err != nil {
 			return fmt.Errorf("KUKIE_AWS_REGION: %w", err)
 		}
-		awsAccess, awsChecker, serviceAccountID, connectors.EKS = side.access, side.access, side.serviceAccountID, side.connector
+		awsAccess, awsChecker, levels, serviceAccountID, connectors.EKS = side.access, side.access, side.access,
+			side.serviceAccountID, side.connector
+		// SNS signing certificates are fetched through the standard proxy
+		// variables and trusted by the system roots (SSL_CERT_FILE/DIR).
+		if snsVerifier, err = sns.New(sns.Options{MaxAge: cfg.SNSMaxMessageAge}); err != nil {
+			return err
+		}
 		log.Info("AWS access configured", "region", cfg.AWSRegion)
 	}
 	reader, err := kube.NewReader(connectors, kube.ReaderOptions{
@@ -197,14 +208,26 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// other.
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: awsAccess,
 		Checker: awsChecker, Now: time.Now}
+	switches := &service.Switches{Store: db, Accounts: db, Clusters: db, EKS: db, Teams: db, AWS: awsAccess,
+		Levels: levels, Metrics: switchObs, Logger: log, Now: time.Now, Retryable: eksaccess.RetryableWithin,
+		RetryBudget: cfg.SwitchRetryBudget}
+	jobOpts := jobs.Options{Logger: log.With("component", "river"), JobTimeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter}
 	if awsAccess != nil {
 		registrations.Retryable = eksaccess.Retryable
+		jobOpts.Switch = &jobs.SwitchOptions{Run: switches, Confirm: snsVerifier, Store: db,
+			ReconcileInterval: cfg.ReconcileInterval}
 	}
-	queue, err := jobs.New(db.Pool(), registrations, jobs.Options{Logger: log.With("component", "river")})
+	queue, err := jobs.New(db.Pool(), registrations, jobOpts)
 	if err != nil {
 		return err
 	}
 	registrations.Jobs = queue
+	var webhook *service.Webhook
+	if awsAccess != nil {
+		switches.Trigger = queue
+		webhook = &service.Webhook{Store: db, Accounts: db, Verifier: snsVerifier, Trigger: queue, Metrics: switchObs,
+			Switches: switchObs, Logger: log, Now: time.Now}
+	}
 	if err := queue.Start(ctx); err != nil {
 		return fmt.Errorf("start the job queue: %w", err)
 	}
@@ -228,8 +251,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
 		AccessReviews: reviews,
 		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
-			Registrations: registrations, Now: time.Now},
+			Registrations: registrations, Switches: switches, Now: time.Now},
 		Registrations: registrations,
+		Switches:      switches,
+		Webhook:       webhook,
 		Metrics:       api.NewMetrics(reg),
 	})
 	var draining atomic.Bool

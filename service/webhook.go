@@ -1,0 +1,231 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/kukie/gitops-server/sns"
+)
+
+// SNSVerifier checks that an SNS delivery is authentic and fresh
+// (sns.Verifier).
+type SNSVerifier interface {
+	Verify(ctx context.Context, m sns.Message) error
+}
+
+// Verdicts of an SNS delivery, for metrics and the answer's body.
+const (
+	VerdictAccepted     = "accepted"     // a stack event that starts a reconcile
+	VerdictDuplicate    = "duplicate"    // SNS's retry of a message already taken
+	VerdictIgnored      = "ignored"      // verified, but nothing to do (Reason says why)
+	VerdictConfirming   = "confirming"   // a subscription of an allowed topic: being confirmed
+	VerdictPending      = "pending"      // a subscription of a topic no account lists yet: kept for 3 days
+	VerdictDisconnected = "disconnected" // unsubscribed, or the stack deleted: the account is disconnected
+	VerdictMalformed    = "malformed"    // 400
+	VerdictRejected     = "rejected"     // 403
+	VerdictTransient    = "transient"    // 503: SNS retries
+)
+
+// Delivery is the outcome of one SNS delivery.
+type Delivery struct {
+	Verdict string `json:"verdict"`
+	// Reason refines the verdict (sns.Reason values, or why it was ignored).
+	Reason string `json:"reason,omitempty"`
+}
+
+// WebhookMetrics counts SNS deliveries by verdict and reason; nil counts
+// nothing.
+type WebhookMetrics interface {
+	SNSMessage(verdict, reason string)
+}
+
+// Webhook takes SNS deliveries of customers' CloudFormation stack events:
+// each verified and bound to its account before anything is stored.
+type Webhook struct {
+	Store    SwitchStore
+	Accounts AccountStore
+	Verifier SNSVerifier
+	Trigger  SwitchTrigger
+	Metrics  WebhookMetrics
+	// Switches counts disconnections.
+	Switches SwitchMetrics
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+func (w *Webhook) log() *slog.Logger {
+	if w.Logger == nil {
+		return slog.Default()
+	}
+	return w.Logger
+}
+
+// Deliver checks and takes one delivery, cheapest checks first and the
+// network last: the envelope parses (else EINVALID: 400); the header's
+// topic, when given, is the body's; the topic is one an account lists
+// (only a SubscriptionConfirmation may come from a topic not listed yet);
+// then the timestamp, certificate URL, certificate and signature (EFORBIDDEN:
+// 403; a failed certificate fetch or the database is EUNAVAILABLE: 503, so
+// SNS retries). What it stores never holds the body, a SubscribeURL, a
+// Token or an UnsubscribeURL, and nothing it logs does either.
+func (w *Webhook) Deliver(ctx context.Context, body []byte, headerTopic string) (Delivery, error) {
+	d, err := w.deliver(ctx, body, headerTopic)
+	if err != nil {
+		d.Verdict = VerdictTransient
+		switch {
+		case errors.Is(err, sns.ErrMalformed):
+			d.Verdict = VerdictMalformed
+			err = &Error{Code: EINVALID, Reason: "sns_malformed", Err: err, Message: "The body is not an SNS message: " + errorDetail(err)}
+		case errors.Is(err, sns.ErrRejected):
+			d.Verdict = VerdictRejected
+			err = &Error{Code: EFORBIDDEN, Reason: "sns_rejected", Err: err, Message: "The SNS message was rejected: " + errorDetail(err)}
+		case errors.Is(err, sns.ErrTransient):
+			err = &Error{Code: EUNAVAILABLE, Reason: "sns_unavailable", Err: err, Message: "The SNS message cannot be checked right now; SNS retries."}
+		case ErrorCode(err) != EFORBIDDEN:
+			err = &Error{Code: EUNAVAILABLE, Reason: "sns_unavailable", Err: err, Message: "The SNS message cannot be taken right now; SNS retries."}
+		default:
+			d.Verdict = VerdictRejected
+		}
+		if d.Reason == "" {
+			d.Reason = string(sns.ReasonOf(err))
+		}
+	}
+	if w.Metrics != nil {
+		w.Metrics.SNSMessage(d.Verdict, d.Reason)
+	}
+	if d.Verdict == VerdictRejected {
+		w.log().Warn("SNS message rejected", "reason", d.Reason, "error", err)
+	}
+	return d, err
+}
+
+// errorDetail is an sns.Error's detail (never a body, URL or token).
+func errorDetail(err error) string {
+	var e *sns.Error
+	if errors.As(err, &e) && e.Detail != "" {
+		return e.Detail
+	}
+	return "see the reason"
+}
+
+func rejectedTopic(reason, message string) (Delivery, error) {
+	return Delivery{Reason: reason}, &Error{Code: EFORBIDDEN, Reason: "sns_rejected", Message: message}
+}
+
+func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) (Delivery, error) {
+	m, err := sns.ParseMessage(body)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if headerTopic != "" && headerTopic != m.TopicARN {
+		return rejectedTopic("topic_mismatch", "The x-amz-sns-topic-arn header is not the message's TopicArn.")
+	}
+	teamID, accountID, allowed, err := w.Store.AllowedTopic(ctx, m.TopicARN)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if !allowed && m.Type != sns.TypeSubscriptionConfirmation {
+		return rejectedTopic("unknown_topic", "The topic is not one of a connected account's stack notification topics.")
+	}
+	if err := w.Verifier.Verify(ctx, m); err != nil {
+		return Delivery{}, err
+	}
+	now := w.Now().UTC().Truncate(time.Microsecond)
+	switch m.Type {
+	case sns.TypeSubscriptionConfirmation:
+		if err := sns.SubscribeURLAllowed(m); err != nil {
+			return Delivery{}, err
+		}
+		p := PendingSubscription{TopicARN: m.TopicARN, MessageID: m.MessageID, SubscribeURL: m.SubscribeURL,
+			Token: m.Token, ReceivedAt: now}
+		if !allowed {
+			if err := w.Store.SavePendingSubscription(ctx, p); err != nil {
+				return Delivery{}, err
+			}
+			w.log().Info("SNS subscription kept until an account lists its topic", "topic", m.TopicARN, "message_id", m.MessageID)
+			return Delivery{Verdict: VerdictPending}, nil
+		}
+		if err := w.Trigger.Confirm(ctx, p); err != nil {
+			return Delivery{}, err
+		}
+		return Delivery{Verdict: VerdictConfirming}, nil
+	case sns.TypeUnsubscribeConfirmation:
+		return w.disconnect(ctx, teamID, accountID, m, "unsubscribed",
+			"Kukie's subscription to the stack's notification topic was removed: level switches from stack updates stop "+
+				"(the periodic reconcile still applies the stack). Subscribe Kukie's endpoint to the topic again.")
+	}
+	return w.notification(ctx, teamID, accountID, m, now)
+}
+
+// notification binds a stack event to its account — the topic, the stack
+// and the AWS account must all be the account's — and starts the reconcile.
+func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m sns.Message, now time.Time) (Delivery, error) {
+	e, err := sns.ParseStackEvent(m.Message)
+	if err != nil {
+		return Delivery{Verdict: VerdictIgnored, Reason: "not_a_stack_event"}, nil
+	}
+	a, err := w.Accounts.GetAccount(ctx, teamID, accountID)
+	if ErrorCode(err) == ENOTFOUND {
+		return Delivery{Verdict: VerdictIgnored, Reason: "account_gone"}, nil
+	} else if err != nil {
+		return Delivery{}, err
+	}
+	if e.StackID != a.StackARN || e.Namespace != a.AWSAccountID {
+		return Delivery{Verdict: VerdictIgnored, Reason: "other_stack"}, nil
+	}
+	if a.State == AccountDeleting {
+		return Delivery{Verdict: VerdictIgnored, Reason: "account_deleting"}, nil
+	}
+	if e.Deleted() {
+		return w.disconnect(ctx, teamID, accountID, m, "stack_deleted",
+			"The customer's Kukie stack was deleted: its role and policies are gone. Disconnect the account, or create the stack again and reconnect it.")
+	}
+	if !e.StackCompleted() {
+		return Delivery{Verdict: VerdictIgnored, Reason: "not_completed"}, nil
+	}
+	eventTime, err := time.Parse(time.RFC3339, m.Timestamp)
+	if err != nil {
+		eventTime = now
+	}
+	_, duplicate, err := w.Trigger.Notify(ctx, StackNotification{MessageID: m.MessageID, TeamID: teamID, AccountID: accountID,
+		TopicARN: m.TopicARN, Type: m.Type, StackID: e.StackID, ResourceStatus: e.ResourceStatus, EventTime: eventTime.UTC()}, now)
+	switch {
+	case ErrorCode(err) == ENOTFOUND:
+		return Delivery{Verdict: VerdictIgnored, Reason: "account_gone"}, nil
+	case err != nil:
+		return Delivery{}, err
+	case duplicate:
+		return Delivery{Verdict: VerdictDuplicate}, nil
+	}
+	w.log().Info("stack event: reconcile started", "team", teamID, "account", accountID, "status", e.ResourceStatus,
+		"message_id", m.MessageID)
+	return Delivery{Verdict: VerdictAccepted, Reason: e.ResourceStatus}, nil
+}
+
+// disconnect marks the account disconnected: switches from stack updates
+// stop, which must not happen silently.
+func (w *Webhook) disconnect(ctx context.Context, teamID, accountID string, m sns.Message, why, reason string) (Delivery, error) {
+	a, err := w.Accounts.GetAccount(ctx, teamID, accountID)
+	if ErrorCode(err) == ENOTFOUND {
+		return Delivery{Verdict: VerdictIgnored, Reason: "account_gone"}, nil
+	} else if err != nil {
+		return Delivery{}, err
+	}
+	if a.State == AccountDeleting {
+		return Delivery{Verdict: VerdictIgnored, Reason: "account_deleting"}, nil
+	}
+	if a.State != AccountDisconnected || a.StateReason != reason {
+		if _, err := w.Accounts.SetAccountState(ctx, teamID, accountID, AccountDisconnected, reason,
+			w.Now().UTC().Truncate(time.Microsecond)); err != nil {
+			return Delivery{}, err
+		}
+		if w.Switches != nil {
+			w.Switches.AccountDisconnected(why)
+		}
+		w.log().Warn("AWS account disconnected: level switches from stack updates stopped", "team", teamID,
+			"account", accountID, "why", why, "message_id", m.MessageID)
+	}
+	return Delivery{Verdict: VerdictDisconnected, Reason: why}, nil
+}
