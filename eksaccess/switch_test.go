@@ -33,7 +33,9 @@ func editAssoc(namespaces ...string) awsfake.Association {
 	return awsfake.Association{PolicyARN: editPolicy, ScopeType: awsfake.ScopeNamespace, Namespaces: namespaces}
 }
 
-func listStep(outcome service.AccessChangeOutcome) service.SwitchStep { return service.SwitchStep{Action: StepList, Outcome: outcome} }
+func listStep(outcome service.AccessChangeOutcome) service.SwitchStep {
+	return service.SwitchStep{Action: StepList, Outcome: outcome}
+}
 
 func associateStep(policy string, outcome service.AccessChangeOutcome, scope ...string) service.SwitchStep {
 	return service.SwitchStep{Action: StepAssociate, Policy: policy, Scope: scope, Outcome: outcome}

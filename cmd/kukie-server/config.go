@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukie/gitops-server/auth"
-	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/jobs"
+	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
 )
