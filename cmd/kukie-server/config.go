@@ -167,7 +167,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		name string
 		v    time.Duration
 	}{{"KUKIE_JOB_TIMEOUT", c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", c.JobRescueAfter},
-		{"KUKIE_RECONCILE_INTERVAL", c.ReconcileInterval}, {"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}} {
+		{"KUKIE_SWITCH_RETRY_BUDGET", c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", c.ReconcileInterval},
+		{"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}} {
 		if d.v == 0 {
 			return c, &configError{d.name, "must be above zero"}
 		}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigErrors(t *testing.T) {
@@ -41,6 +42,13 @@ func TestConfigErrors(t *testing.T) {
 		{"ClusterBurstFraction", map[string]string{"KUKIE_CLUSTER_BURST": "1.5"}, "KUKIE_CLUSTER_BURST"},
 		{"ClusterBurstNotANumber", map[string]string{"KUKIE_CLUSTER_BURST": "lots"}, "KUKIE_CLUSTER_BURST"},
 		{"ClusterBurstTooHigh", map[string]string{"KUKIE_CLUSTER_BURST": "2001"}, "KUKIE_CLUSTER_BURST"},
+		{"JobTimeoutNotDuration", map[string]string{"KUKIE_JOB_TIMEOUT": "60"}, "KUKIE_JOB_TIMEOUT"},
+		{"JobTimeoutZero", map[string]string{"KUKIE_JOB_TIMEOUT": "0s"}, "KUKIE_JOB_TIMEOUT"},
+		{"RescueBeforeTimeout", map[string]string{"KUKIE_JOB_TIMEOUT": "2m", "KUKIE_JOB_RESCUE_AFTER": "1m"}, "KUKIE_JOB_RESCUE_AFTER"},
+		{"RetryBudgetNegative", map[string]string{"KUKIE_SWITCH_RETRY_BUDGET": "-1m"}, "KUKIE_SWITCH_RETRY_BUDGET"},
+		{"RetryBudgetZero", map[string]string{"KUKIE_SWITCH_RETRY_BUDGET": "0s"}, "KUKIE_SWITCH_RETRY_BUDGET"},
+		{"ReconcileIntervalZero", map[string]string{"KUKIE_RECONCILE_INTERVAL": "0"}, "KUKIE_RECONCILE_INTERVAL"},
+		{"SNSMaxAgeBad", map[string]string{"KUKIE_SNS_MAX_MESSAGE_AGE": "an hour"}, "KUKIE_SNS_MAX_MESSAGE_AGE"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,5 +138,31 @@ func TestUsage(t *testing.T) {
 		if err := run(t.Context(), args, func(string) string { return "" }, &out, &out); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// The switch settings default to the values and read Go durations.
+func TestConfigSwitchSettings(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	c, err := loadConfig(func(k string) string { return env[k] }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.JobTimeout != time.Minute || c.JobRescueAfter != 2*time.Minute || c.SwitchRetryBudget != 5*time.Minute ||
+		c.ReconcileInterval != time.Hour || c.SNSMaxMessageAge != time.Hour {
+		t.Errorf("defaults: job timeout %v, rescue %v, retry budget %v, reconcile %v, SNS max age %v",
+			c.JobTimeout, c.JobRescueAfter, c.SwitchRetryBudget, c.ReconcileInterval, c.SNSMaxMessageAge)
+	}
+	env["KUKIE_JOB_TIMEOUT"], env["KUKIE_JOB_RESCUE_AFTER"] = "3s", "10s"
+	env["KUKIE_SWITCH_RETRY_BUDGET"], env["KUKIE_RECONCILE_INTERVAL"], env["KUKIE_SNS_MAX_MESSAGE_AGE"] = "1s", "90s", "15m"
+	if c, err = loadConfig(func(k string) string { return env[k] }, true); err != nil {
+		t.Fatal(err)
+	}
+	if c.JobTimeout != 3*time.Second || c.JobRescueAfter != 10*time.Second || c.SwitchRetryBudget != time.Second ||
+		c.ReconcileInterval != 90*time.Second || c.SNSMaxMessageAge != 15*time.Minute {
+		t.Errorf("set: %+v", c)
 	}
 }
