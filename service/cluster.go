@@ -34,7 +34,9 @@ type AccessState string
 // finishes it); degraded (the cluster refused Kukie's credentials);
 // namespace_not_allowed (a registered namespace is outside the stack's
 // AllowedNamespaces); upgrade_failed and revocation_failed (a level
-// switch could not complete); deleting (removal in progress).
+// switch could not complete: the account's switch runs again on
+// reconcile); deleting (removal in progress, or failed with the reason:
+// reconcile runs it again).
 const (
 	AccessActive              AccessState = "active"
 	AccessPending             AccessState = "pending"

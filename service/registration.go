@@ -50,6 +50,10 @@ type Registrations struct {
 	// GiveUp is how long propagation-type failures are retried after the
 	// account's last change (default 10 min).
 	GiveUp time.Duration
+	// Switches runs an account's level switch again (the reconcile of a
+	// cluster a switch left revocation_failed, upgrade_failed or
+	// namespace_not_allowed); nil when AWS is not configured.
+	Switches SwitchTrigger
 	// Retryable, when set, is the AWS adapter's judgement of a failure
 	// (by operation, error code and the time since the role or stack
 	// changed); failures it does not recognise fall back to the rule below.
@@ -268,7 +272,7 @@ func (s *Registrations) FinishAccess(ctx context.Context, teamID, clusterID stri
 		return err
 	}
 	if c.Kind != ClusterEKS || c.AccessState == AccessDeleting || c.AccessState == AccessRevocationFailed {
-		return nil
+		return nil // being removed, or left to the account's switch (ClusterAdmin still to be removed)
 	}
 	a, externalID, err := s.accountOf(ctx, c)
 	if err != nil {
@@ -330,8 +334,12 @@ func (s *Registrations) eksCluster(ctx context.Context, p Principal, id string) 
 	return c, nil
 }
 
-// Reconcile runs the access job of a cluster again (after the customer
-// fixed what its access_reason said).
+// Reconcile runs the cluster's access work again after the customer fixed
+// what its access_reason said: a removal that failed is run again; a
+// cluster a level switch left revocation_failed, upgrade_failed or
+// namespace_not_allowed gets its account's switch again (which reads the
+// stack and applies its level, scope included); any other state gets the
+// access job (grant and confirm at the account's level).
 func (s *Registrations) Reconcile(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
 	c, err := s.eksCluster(ctx, p, clusterID)
 	if err != nil {
@@ -339,18 +347,14 @@ func (s *Registrations) Reconcile(ctx context.Context, p Principal, clusterID st
 	}
 	switch c.AccessState {
 	case AccessDeleting:
-		return c, ReasonError(ECONFLICT, "conflict", "The cluster is being removed.")
-	case AccessRevocationFailed:
-		// What failed was a removal: run it again, not a grant.
-		if c, err = s.setAccess(ctx, c, AccessDeleting, "", c.EntryCreated); err != nil {
-			return c, err
-		}
 		return c, s.Jobs.EnqueueRemoval(ctx, c.TeamID, c.ID)
+	case AccessRevocationFailed, AccessUpgradeFailed, AccessNamespaceNotAllowed:
+		if s.Switches == nil {
+			return c, ErrAWSUnavailable()
+		}
+		return c, s.Switches.Request(ctx, c.TeamID, c.AccountID)
 	}
-	if err := s.Jobs.EnqueueAccess(ctx, c.TeamID, c.ID); err != nil {
-		return c, err
-	}
-	return c, nil
+	return c, s.Jobs.EnqueueAccess(ctx, c.TeamID, c.ID)
 }
 
 // Remove starts removing a cluster: it is marked deleting (and no longer
@@ -369,7 +373,8 @@ func (s *Registrations) Remove(ctx context.Context, p Principal, clusterID strin
 // FinishRemoval is the removal job's step: revoke Kukie's access (the
 // entry only if Kukie created it), then delete the registration. It
 // returns an error when the job should try again; on the last attempt the
-// cluster stays, revocation_failed, with the reason.
+// cluster stays deleting (never read again) with the reason, and reconcile
+// runs the removal again.
 func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID string, lastAttempt bool) error {
 	unlock, err := s.EKS.LockCluster(ctx, teamID, clusterID)
 	if err != nil {
@@ -396,7 +401,8 @@ func (s *Registrations) FinishRemoval(ctx context.Context, teamID, clusterID str
 		}
 		wctx, cancel := finalWrite(ctx)
 		defer cancel()
-		_, serr := s.setAccess(wctx, c, AccessRevocationFailed, ErrorMessage(err), c.EntryCreated)
+		_, serr := s.setAccess(wctx, c, AccessDeleting, "Removing Kukie's access failed: "+ErrorMessage(err)+
+			" Fix it, then reconcile the cluster to run the removal again.", c.EntryCreated)
 		return serr
 	}
 	wctx, cancel := finalWrite(ctx)

@@ -143,8 +143,8 @@ func (db *DB) CreateCluster(ctx context.Context, c service.Cluster, now time.Tim
 // reason are written as given; EntryCreated only ever turns on (a stale
 // writer must not make removal forget an entry Kukie created); an empty
 // Level or Endpoint and a nil CAData keep what is stored. A cluster being
-// removed stays so: only deleting or revocation_failed may follow deleting
-// (ECONFLICT otherwise).
+// removed stays so: only deleting may follow deleting (ECONFLICT otherwise;
+// a removal that failed stays deleting, with the reason).
 func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service.ClusterAccess,
 	now time.Time) (service.Cluster, error) {
 	rows, _ := db.pool.Query(ctx, `UPDATE clusters SET
@@ -152,7 +152,7 @@ func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service
 			entry_created = entry_created OR $6, endpoint = coalesce(nullif($7::text, ''), endpoint),
 			ca_data = coalesce($8::bytea, ca_data), updated_at = $9
 		WHERE team_id = $1 AND id = $2 AND kind = 'eks'
-		  AND (access_state <> 'deleting' OR $4 IN ('deleting', 'revocation_failed'))
+		  AND (access_state <> 'deleting' OR $4 = 'deleting')
 		RETURNING `+clusterColumns,
 		teamID, id, a.Level, a.State, a.Reason, a.EntryCreated, a.Endpoint, a.CAData, now)
 	c, err := pgx.CollectExactlyOneRow(rows, scanCluster)

@@ -303,8 +303,13 @@ func TestClusterRemovalIsOneWay(t *testing.T) {
 	if _, err := set(service.AccessActive, true); service.ErrorCode(err) != service.ECONFLICT {
 		t.Errorf("deleting → active: %v, want a conflict", err)
 	}
-	if got, err := set(service.AccessRevocationFailed, false); err != nil || got.AccessState != service.AccessRevocationFailed {
-		t.Errorf("deleting → revocation_failed: %+v %v", got, err)
+	if _, err := set(service.AccessRevocationFailed, false); service.ErrorCode(err) != service.ECONFLICT {
+		t.Errorf("deleting → revocation_failed: %v, want a conflict (a failed removal stays deleting)", err)
+	}
+	if got, err := db.SetClusterAccess(ctx, "t1", "x", service.ClusterAccess{State: service.AccessDeleting,
+		Reason: "Removing Kukie's access failed: AccessDenied."}, clusterTime); err != nil ||
+		got.AccessState != service.AccessDeleting || got.AccessReason == "" {
+		t.Errorf("deleting with the failure's reason: %+v %v", got, err)
 	}
 	unlock, err := db.LockCluster(ctx, "t1", "x")
 	if err != nil {

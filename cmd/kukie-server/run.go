@@ -224,7 +224,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	registrations.Jobs = queue
 	var webhook *service.Webhook
 	if awsAccess != nil {
-		switches.Trigger = queue
+		switches.Trigger, registrations.Switches = queue, queue
 		webhook = &service.Webhook{Store: db, Accounts: db, Verifier: snsVerifier, Trigger: queue, Metrics: switchObs,
 			Switches: switchObs, Logger: log, Now: time.Now}
 	}
