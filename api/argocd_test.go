@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/snstest"
 	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/service"
@@ -26,9 +27,21 @@ var sandbox struct {
 	err     error
 }
 
+// snsCA is the test authority this process trusts (SSL_CERT_FILE), so the
+// SNS webhook's verifier trusts an snstest.Host standing in for SNS.
+var snsCA *snstest.Authority
+
 func TestMain(m *testing.M) {
 	k8stest.QuietClientGo()
+	// Go reads SSL_CERT_FILE once per process: before any test runs.
+	ca, cleanup, err := snstest.InstallAuthority("kukie api tests")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api tests:", err)
+		os.Exit(1)
+	}
+	snsCA = ca
 	code := m.Run()
+	cleanup()
 	if sandbox.cluster != nil {
 		_ = sandbox.cluster.Stop()
 	}
