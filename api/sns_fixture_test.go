@@ -9,16 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,7 +24,6 @@ import (
 	"github.com/kukie/gitops-server/internal/tcpproxy"
 	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/jobs"
-	"github.com/kukie/gitops-server/openapi"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
@@ -178,35 +173,9 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 	})
 	srv := httptest.NewServer(f.handler)
 	t.Cleanup(srv.Close)
-	doc, router := mustSNSSpec(t)
+	doc, router := mustSpec(t)
 	f.api = &testAPI{t: t, srv: srv, router: router, doc: doc}
 	return f
-}
-
-// snsProblemCodes are the webhook's problem codes. openapi/openapi.yaml
-// names them in the route's responses but not in Problem.code's enum, so
-// mustSNSSpec adds them there until the document does.
-var snsProblemCodes = []string{"sns_malformed", "sns_rejected", "sns_unavailable", "rate_limited"}
-
-// mustSNSSpec is mustSpec on a copy of the document whose Problem.code
-// enum holds snsProblemCodes.
-func mustSNSSpec(t *testing.T) (*openapi3.T, routers.Router) {
-	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData([]byte(openapi.Document()))
-	if err != nil {
-		t.Fatalf("openapi/openapi.yaml: %v", err)
-	}
-	code := doc.Components.Schemas["Problem"].Value.Properties["code"].Value
-	for _, c := range snsProblemCodes {
-		if !slices.Contains(code.Enum, any(c)) {
-			code.Enum = append(code.Enum, c)
-		}
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("openapi router: %v", err)
-	}
-	return doc, router
 }
 
 // openThroughLink opens the store the webhook uses through a TCP proxy the
