@@ -406,6 +406,18 @@ func TestSNSWebhookDisconnects(t *testing.T) {
 				t.Errorf("account state = %q, want disconnected", got)
 			}
 			f.wantEffects(snsEffects{State: service.AccountDisconnected})
+
+			// A stack event through the topic afterwards: re-subscribed
+			// after an unsubscription (confirmation_required until the
+			// reconcile reads the stack); a deleted stack stays disconnected.
+			f.wantVerdict(f.deliver(f.stackStatus("UPDATE_COMPLETE"), nil), service.VerdictAccepted, "UPDATE_COMPLETE")
+			want := service.AccountDisconnected
+			if tt.reason == "unsubscribed" {
+				want = service.AccountConfirmationRequired
+			}
+			if got := f.accountState(); got != want {
+				t.Errorf("account state after a later stack event = %q, want %q", got, want)
+			}
 		})
 	}
 }

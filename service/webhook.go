@@ -41,6 +41,14 @@ type WebhookMetrics interface {
 	SNSMessage(verdict, reason string)
 }
 
+// Why an account was disconnected by a delivery (its state_reason).
+const (
+	ReasonUnsubscribed = "Kukie's subscription to the stack's notification topic was removed: level switches from stack updates stop " +
+		"(the periodic reconcile still applies the stack). Subscribe Kukie's endpoint to the topic again."
+	ReasonStackDeleted = "The customer's Kukie stack was deleted: its role and policies are gone. " +
+		"Disconnect the account, or create the stack again and reconnect it."
+)
+
 // Webhook takes SNS deliveries of customers' CloudFormation stack events:
 // each verified and bound to its account before anything is stored.
 type Webhook struct {
@@ -152,9 +160,7 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 		}
 		return Delivery{Verdict: VerdictConfirming}, nil
 	case sns.TypeUnsubscribeConfirmation:
-		return w.disconnect(ctx, teamID, accountID, m, "unsubscribed",
-			"Kukie's subscription to the stack's notification topic was removed: level switches from stack updates stop "+
-				"(the periodic reconcile still applies the stack). Subscribe Kukie's endpoint to the topic again.")
+		return w.disconnect(ctx, teamID, accountID, m, "unsubscribed", ReasonUnsubscribed)
 	}
 	return w.notification(ctx, teamID, accountID, m, now)
 }
@@ -179,11 +185,22 @@ func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m 
 		return Delivery{Verdict: VerdictIgnored, Reason: "account_deleting"}, nil
 	}
 	if e.Deleted() {
-		return w.disconnect(ctx, teamID, accountID, m, "stack_deleted",
-			"The customer's Kukie stack was deleted: its role and policies are gone. Disconnect the account, or create the stack again and reconnect it.")
+		return w.disconnect(ctx, teamID, accountID, m, "stack_deleted", ReasonStackDeleted)
 	}
 	if !e.StackCompleted() {
 		return Delivery{Verdict: VerdictIgnored, Reason: "not_completed"}, nil
+	}
+	if a.State == AccountDisconnected && a.StateReason == ReasonUnsubscribed {
+		// A signed event of the stack through its topic: the customer
+		// subscribed Kukie again. The reconcile decides the state from the
+		// stack; until then the account is confirmation_required, so that
+		// a FULL stack cannot widen a limited account on the way back
+		// (EffectiveFacts) — a full or LIMITED stack turns it active.
+		if _, err := w.Accounts.SetAccountState(ctx, teamID, accountID, AccountConfirmationRequired,
+			"Kukie receives the stack's notifications again; the stack is being read.", now); err != nil {
+			return Delivery{}, err
+		}
+		w.log().Info("AWS account receives stack notifications again", "team", teamID, "account", accountID)
 	}
 	eventTime, err := time.Parse(time.RFC3339, m.Timestamp)
 	if err != nil {
