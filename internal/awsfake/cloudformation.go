@@ -119,7 +119,9 @@ func (a *AWS) serveCloudFormation(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("Could not find operation %s for version %s", op, params.Get("Version")))
 		return
 	}
-	a.wait(r.Context(), op)
+	if !a.wait(r.Context(), op) {
+		return // the client gave up
+	}
 	c, region, fail := a.verifyHeaderSigned(r, body, "cloudformation")
 	if fail != nil {
 		a.record(op, "", region)

@@ -115,19 +115,23 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("awsfake EKS: no operation for %s %s", r.Method, r.URL.EscapedPath())}).write(w)
 		return
 	}
-	a.wait(r.Context(), op)
+	if !a.wait(r.Context(), op) {
+		return // the client gave up
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
 		(&eksError{http.StatusBadRequest, "BadRequestException", err.Error()}).write(w)
 		return
 	}
 	c, region, fail := a.verifyHeaderSigned(r, body, "eks")
+	call := Call{Op: op, Region: region, Policy: callPolicy(op, labels, body)}
 	if fail != nil {
-		a.record(op, "", region)
+		a.recordCall(call)
 		eksAuthError(fail).write(w)
 		return
 	}
-	if f := a.record(op, c.principalARN, region); f != nil {
+	call.Principal = c.principalARN
+	if f := a.recordCall(call); f != nil {
 		(&eksError{f.Status, f.Code, f.Message}).write(w)
 		return
 	}
@@ -149,6 +153,23 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Amzn-Requestid", uuid.NewString())
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// callPolicy is the access policy ARN an association call names: the
+// request body's for AssociateAccessPolicy, the path's for
+// DisassociateAccessPolicy.
+func callPolicy(op string, labels []string, body []byte) string {
+	switch op {
+	case OpAssociateAccessPolicy:
+		var in associateAccessPolicyInput
+		_ = json.Unmarshal(body, &in)
+		return in.PolicyArn
+	case OpDisassociateAccessPolicy:
+		if len(labels) > 2 {
+			return labels[2]
+		}
+	}
+	return ""
 }
 
 type createAccessEntryInput struct {

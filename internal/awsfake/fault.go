@@ -56,7 +56,11 @@ type Call struct {
 	// base identity's ARN for its own calls), empty when authentication failed.
 	Principal string
 	Region    string
-	At        time.Time
+	// Policy is the access policy ARN of an AssociateAccessPolicy or
+	// DisassociateAccessPolicy call, so tests can assert the order of a
+	// level switch's writes; empty for other operations.
+	Policy string
+	At     time.Time
 }
 
 // Fail makes the next times calls of op answer code with status.
@@ -99,7 +103,11 @@ func (a *AWS) ClearFaults() {
 }
 
 // SetLatency delays every call of op by d before it is handled (0 removes
-// the delay). A cancelled request stops waiting.
+// the delay). A request whose client is seen to give up meanwhile (its
+// context ends) is dropped unhandled and unrecorded, like a request that
+// never reached AWS; a request with a body is not seen to give up before
+// the delay ends (Go's server notices a closed connection only once the
+// body is read), and is handled.
 func (a *AWS) SetLatency(op string, d time.Duration) {
 	if _, ok := opService[op]; !ok {
 		panic("awsfake: unknown operation " + op)
@@ -150,33 +158,43 @@ func (a *AWS) ResetCalls() {
 	a.calls = nil
 }
 
-// wait sleeps for op's latency, or until ctx ends.
-func (a *AWS) wait(ctx context.Context, op string) {
+// wait sleeps for op's latency, or until ctx ends; false means ctx ended
+// and the request must be dropped.
+func (a *AWS) wait(ctx context.Context, op string) bool {
 	a.mu.Lock()
 	d := a.latency[op]
 	a.mu.Unlock()
 	if d <= 0 {
-		return
+		return true
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 
 // record counts a call and returns the fault it must answer, if any.
 func (a *AWS) record(op, principal, region string) *Fault {
+	return a.recordCall(Call{Op: op, Principal: principal, Region: region})
+}
+
+// recordCall is record for a call with more detail than its operation.
+func (a *AWS) recordCall(c Call) *Fault {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.calls = append(a.calls, Call{Op: op, Principal: principal, Region: region, At: a.now()})
-	if principal == "" {
+	c.At = a.now()
+	a.calls = append(a.calls, c)
+	if c.Principal == "" {
 		return nil
 	}
+	op := c.Op
 	queue := a.faults[op]
 	for i, f := range queue {
-		if f.Principal != "" && f.Principal != principal {
+		if f.Principal != "" && f.Principal != c.Principal {
 			continue
 		}
 		hit := *f

@@ -56,7 +56,9 @@ func (a *AWS) serveSTS(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("Could not find operation %s for version %s", op, params.Get("Version")))
 		return
 	}
-	a.wait(r.Context(), op)
+	if !a.wait(r.Context(), op) {
+		return // the client gave up
+	}
 
 	var c *credential
 	var region string

@@ -55,13 +55,18 @@ type Cluster struct {
 	Kube *k8stest.Cluster
 
 	f     *awsfake.AWS
-	name  string
 	admin kubernetes.Interface
 	kick  chan struct{}
 
 	mu      sync.Mutex
+	served  []served // the EKS clusters this API server stands for, ARN's first
 	lastErr error
 	reviews int
+}
+
+// served is one EKS cluster of the fake that the API server stands for.
+type served struct {
+	arn, name string
 }
 
 // Start runs a kube-apiserver for cluster c of f and registers it in f
@@ -69,7 +74,7 @@ type Cluster struct {
 // test that cannot get the API server fails saying how to build it.
 func Start(tb testing.TB, f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Options) *Cluster {
 	tb.Helper()
-	sim := &Cluster{f: f, name: c.Name, kick: make(chan struct{}, 1)}
+	sim := &Cluster{f: f, kick: make(chan struct{}, 1)}
 	webhook := httptest.NewServer(http.HandlerFunc(sim.serveTokenReview))
 	tb.Cleanup(webhook.Close)
 	opts.TokenWebhookURL = webhook.URL
@@ -83,12 +88,9 @@ func Start(tb testing.TB, f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Option
 	if sim.admin, err = kubernetes.NewForConfig(adminConfig); err != nil {
 		tb.Fatalf("ekssim: %v", err)
 	}
-	c.Endpoint = kube.Host()
-	c.CAData = base64.StdEncoding.EncodeToString(adminConfig.CAData)
-	sim.ARN = f.AddCluster(c)
-
+	sim.ARN = sim.Serve(c)
 	f.OnAccessChange(func(arn string) {
-		if arn == sim.ARN {
+		if sim.serves(arn) {
 			sim.trigger()
 		}
 	})
@@ -101,6 +103,40 @@ func Start(tb testing.TB, f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Option
 	})
 	sim.trigger()
 	return sim
+}
+
+// Serve makes the API server also stand for cluster c of the fake (in
+// another account, say) and returns its ARN: tests that need many EKS
+// clusters, one per customer account, share one API server. Each cluster's
+// access entries authenticate its own tokens and become RBAC here; the
+// bindings are per principal, so accounts with different roles do not
+// see each other's access.
+func (c *Cluster) Serve(ec awsfake.Cluster) string {
+	ec.Endpoint = c.Kube.Host()
+	ec.CAData = base64.StdEncoding.EncodeToString(c.Kube.Config(k8stest.UserAdmin).CAData)
+	arn := c.f.AddCluster(ec)
+	c.mu.Lock()
+	c.served = append(c.served, served{arn: arn, name: ec.Name})
+	c.mu.Unlock()
+	c.trigger()
+	return arn
+}
+
+func (c *Cluster) serves(arn string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.served {
+		if s.arn == arn {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cluster) servedClusters() []served {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]served(nil), c.served...)
 }
 
 // Config is a client configuration for the cluster with a bearer token (an
@@ -161,14 +197,27 @@ func (c *Cluster) serveTokenReview(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.reviews++
 	c.mu.Unlock()
-	status := authenticationv1.TokenReviewStatus{Audiences: review.Spec.Audiences}
-	caller, err := c.f.VerifyToken(review.Spec.Token, c.name)
-	switch entry, ok := c.f.AccessEntry(c.ARN, caller.PrincipalARN); {
-	case err != nil:
-		status.Error = err.Error()
-	case !ok:
-		status.Error = "no access entry for " + caller.PrincipalARN + " on " + c.ARN
-	default:
+	review.Status = c.review(review.Spec)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(review)
+}
+
+// review authenticates a token of any cluster the server stands for whose
+// access entries hold the token's role.
+func (c *Cluster) review(spec authenticationv1.TokenReviewSpec) authenticationv1.TokenReviewStatus {
+	status := authenticationv1.TokenReviewStatus{Audiences: spec.Audiences}
+	for _, s := range c.servedClusters() {
+		caller, err := c.f.VerifyToken(spec.Token, s.name)
+		entry, ok := c.f.AccessEntry(s.arn, caller.PrincipalARN)
+		switch {
+		case err != nil:
+			status.Error = err.Error()
+			continue
+		case !ok:
+			status.Error = "no access entry for " + caller.PrincipalARN + " on " + s.arn
+			continue
+		}
+		status.Error = ""
 		status.Authenticated = true
 		status.User = authenticationv1.UserInfo{
 			Username: caller.PrincipalARN,
@@ -179,10 +228,9 @@ func (c *Cluster) serveTokenReview(w http.ResponseWriter, r *http.Request) {
 				"accessKeyId": {caller.AccessKeyID},
 			},
 		}
+		return status
 	}
-	review.Status = status
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(review)
+	return status
 }
 
 // binding is one RBAC binding the access entries call for.
@@ -195,7 +243,11 @@ type binding struct {
 // namespace-scoped one in each existing namespace matching a scope pattern.
 func (c *Cluster) desired(namespaces []string) map[binding]bool {
 	want := map[binding]bool{}
-	for _, e := range c.f.AccessEntries(c.ARN) {
+	var entries []awsfake.AccessEntry
+	for _, s := range c.servedClusters() {
+		entries = append(entries, c.f.AccessEntries(s.arn)...)
+	}
+	for _, e := range entries {
 		for _, p := range e.Policies {
 			policy := p.PolicyARN[strings.LastIndex(p.PolicyARN, "/")+1:]
 			for _, role := range policyRoles[policy] {
