@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,8 @@ type AccessReviewer interface {
 
 // AccessReviews answers "can Kukie do this here?" so the agent learns a
 // LIMITED cluster's boundary before it plans a change. Answers are cached
-// per (cluster, question) for the snapshot TTL; the cache is bounded.
+// per (cluster, question) for the snapshot TTL, and forgotten when the
+// cluster's access changes (a level switch); the cache is bounded.
 type AccessReviews struct {
 	Clusters ClusterStore
 	Reviewer AccessReviewer
@@ -77,7 +79,10 @@ func (s *AccessReviews) CanI(ctx context.Context, p Principal, clusterID string,
 	if !c.Readable() {
 		return AccessAnswer{}, ErrNotReadable(c)
 	}
-	key := strings.Join([]string{c.Key(), q.Verb, q.Group, q.Resource, q.Namespace, q.Name}, "\x00")
+	// The cluster's level and its last access change are part of the key:
+	// an answer given before a level switch is not served after it.
+	key := strings.Join([]string{c.Key(), string(c.AccessLevel), strconv.FormatInt(c.UpdatedAt.UnixNano(), 10),
+		q.Verb, q.Group, q.Resource, q.Namespace, q.Name}, "\x00")
 	if a, ok := s.cache.Get(key); ok && s.Now().Sub(a.at) < s.TTL {
 		return a.AccessAnswer, nil
 	}
