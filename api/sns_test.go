@@ -249,10 +249,18 @@ func TestSNSWebhookSubscriptionConfirmation(t *testing.T) {
 	f.wantVerdict(f.deliver(pending, nil), service.VerdictPending, "") // SNS's retry
 	f.wantEffects(snsEffects{ConfirmJobs: 1, Pending: 1, State: service.AccountActive})
 
+	// A topic of another AWS account: its subscription is kept, but an
+	// account listing the topic does not confirm it (the webhook refuses
+	// that topic's messages, so Kukie must not subscribe to it).
+	const foreignTopic = "arn:aws:sns:us-east-1:999999999999:kukie-foreign"
+	foreign := f.host.Sign(f.host.SubscriptionConfirmation(foreignTopic), sns.SignatureVersion1)
+	f.wantVerdict(f.deliver(foreign, nil), service.VerdictPending, "")
+	f.wantEffects(snsEffects{ConfirmJobs: 1, Pending: 2, State: service.AccountActive})
+
 	later := f.createAccount("acc-later", "210987654321",
-		"arn:aws:cloudformation:us-east-1:210987654321:stack/kukie-access/9a8b7c6d", laterTopic)
+		"arn:aws:cloudformation:us-east-1:210987654321:stack/kukie-access/9a8b7c6d", laterTopic, foreignTopic)
 	f.switches.ConfirmTopics(context.Background(), later)
-	f.wantEffects(snsEffects{ConfirmJobs: 2, State: service.AccountActive})
+	f.wantEffects(snsEffects{ConfirmJobs: 2, Pending: 1, State: service.AccountActive})
 
 	if n := f.runJobs(); n != 0 {
 		t.Errorf("%d confirmation jobs did not complete", n)
@@ -419,6 +427,26 @@ func TestSNSWebhookDisconnects(t *testing.T) {
 				t.Errorf("account state after a later stack event = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// A subscription confirmed for an account disconnected by an
+// unsubscription brings it back (confirmation_required until its
+// reconcile reads the stack).
+func TestSNSWebhookResubscribed(t *testing.T) {
+	f := newSNSFixture(t, snsOptions{})
+	f.wantVerdict(f.deliver(f.host.Sign(f.host.UnsubscribeConfirmation(snsTopic), sns.SignatureVersion1), nil),
+		service.VerdictDisconnected, "unsubscribed")
+	f.wantVerdict(f.deliver(f.host.Sign(f.host.SubscriptionConfirmation(snsTopic), sns.SignatureVersion1), nil),
+		service.VerdictConfirming, "")
+	if got := f.accountState(); got != service.AccountDisconnected {
+		t.Fatalf("account state before the confirmation ran = %q, want disconnected", got)
+	}
+	if n := f.runJobs(); n != 0 {
+		t.Fatalf("%d confirmation jobs did not complete", n)
+	}
+	if got := f.accountState(); got != service.AccountConfirmationRequired {
+		t.Errorf("account state after the confirmation = %q, want confirmation_required", got)
 	}
 }
 

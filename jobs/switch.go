@@ -38,6 +38,8 @@ const (
 type SwitchRunner interface {
 	Reconcile(ctx context.Context, teamID, accountID string, attempt int, lastAttempt bool) error
 	ReconcileAll(ctx context.Context, accounts []service.AccountKey) (int, error)
+	// Resubscribed is told of each confirmed subscription.
+	Resubscribed(ctx context.Context, topicARN string) error
 }
 
 // Confirmer confirms an SNS subscription: sns.Verifier.
@@ -56,6 +58,7 @@ type TxStore interface {
 	TakePendingSubscriptionsTx(ctx context.Context, topicARN string, now time.Time,
 		inTx func(tx pgx.Tx, taken []service.PendingSubscription) error) ([]service.PendingSubscription, error)
 	AccountsToReconcile(ctx context.Context, lagging bool) ([]service.AccountKey, error)
+	DeleteExpiredPendingSubscriptions(ctx context.Context, now time.Time) (int64, error)
 }
 
 var (
@@ -83,7 +86,7 @@ func addSwitchWorkers(q *Queue, workers *river.Workers, cfg *river.Config, o *Sw
 		return fmt.Errorf("job queue: switch jobs need Run, Confirm and Store")
 	}
 	river.AddWorker(workers, &switchWorker{run: o.Run})
-	river.AddWorker(workers, &confirmWorker{confirm: o.Confirm, logger: logger})
+	river.AddWorker(workers, &confirmWorker{confirm: o.Confirm, run: o.Run, logger: logger})
 	river.AddWorker(workers, &catchupWorker{store: o.Store, queue: q})
 	river.AddWorker(workers, &reconcileAllWorker{store: o.Store, run: o.Run})
 	reconcile := o.ReconcileInterval
@@ -146,6 +149,7 @@ func (w *switchWorker) Work(ctx context.Context, job *river.Job[switchArgs]) err
 type confirmWorker struct {
 	river.WorkerDefaults[confirmArgs]
 	confirm Confirmer
+	run     SwitchRunner
 	logger  *slog.Logger
 }
 
@@ -155,6 +159,11 @@ func (w *confirmWorker) Work(ctx context.Context, job *river.Job[confirmArgs]) e
 	switch {
 	case err == nil:
 		w.logger.Info("SNS subscription confirmed", "topic", job.Args.TopicARN, "message_id", job.Args.MessageID)
+		// Confirmed for good: a failure here is the account's, not the
+		// confirmation's (the next stack event or reconcile settles it).
+		if rerr := w.run.Resubscribed(ctx, job.Args.TopicARN); rerr != nil {
+			w.logger.Warn("account not marked resubscribed", "topic", job.Args.TopicARN, "error", rerr)
+		}
 		return nil
 	case sns.ReasonOf(err) == sns.ReasonSubscribeURL || sns.ReasonOf(err) == sns.ReasonConfirmRefused:
 		// Never fetched, or refused by SNS: trying again cannot help.
@@ -172,6 +181,10 @@ type catchupWorker struct {
 }
 
 func (w *catchupWorker) Work(ctx context.Context, _ *river.Job[catchupArgs]) error {
+	// Verified subscriptions of topics no account listed in time go.
+	if _, err := w.store.DeleteExpiredPendingSubscriptions(ctx, time.Now()); err != nil {
+		return err
+	}
 	keys, err := w.store.AccountsToReconcile(ctx, true)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/kukie/gitops-server/sns"
 )
 
 // SwitchTrigger starts reconcile jobs atomically with what asks for them:
@@ -310,6 +312,9 @@ func (s *Switches) ConfirmTopics(ctx context.Context, a Account) {
 		return
 	}
 	for _, topic := range a.NotificationARNs {
+		if !ownTopic(a, topic) {
+			continue // the webhook refuses this topic's messages: never subscribe to it
+		}
 		n, err := s.Trigger.ConfirmPending(ctx, topic, s.now())
 		if err != nil {
 			s.log().Warn("pending SNS subscriptions not confirmed yet", "team", a.TeamID, "account", a.ID, "error", err)
@@ -320,6 +325,41 @@ func (s *Switches) ConfirmTopics(ctx context.Context, a Account) {
 				"team", a.TeamID, "account", a.ID, "subscriptions", n)
 		}
 	}
+}
+
+// ownTopic reports whether topic is in the account's own AWS account and
+// partition: the only topics whose messages the webhook takes
+// (SwitchStore.AllowedTopic applies the same rule).
+func ownTopic(a Account, topic string) bool {
+	t, err := sns.ParseTopicARN(topic)
+	return err == nil && t.Account == a.AWSAccountID && t.Partition == a.Partition
+}
+
+// Resubscribed is told that a subscription of topic was confirmed: an
+// account disconnected by an unsubscription receives its stack's
+// notifications again. It becomes confirmation_required (so a FULL stack
+// cannot widen it on the way back) and its reconcile runs, which settles
+// the state from the stack.
+func (s *Switches) Resubscribed(ctx context.Context, topic string) error {
+	teamID, accountID, found, err := s.Store.AllowedTopic(ctx, topic)
+	if err != nil || !found {
+		return err
+	}
+	a, err := s.Accounts.GetAccount(ctx, teamID, accountID)
+	if err != nil {
+		return err
+	}
+	if a.State != AccountDisconnected || a.StateReason != ReasonUnsubscribed {
+		return nil
+	}
+	if _, err := s.Accounts.SetAccountState(ctx, teamID, accountID, AccountConfirmationRequired, reasonResubscribed, s.now()); err != nil {
+		return err
+	}
+	s.log().Info("AWS account receives stack notifications again", "team", teamID, "account", accountID)
+	if s.Trigger == nil {
+		return nil
+	}
+	return s.Trigger.Request(ctx, teamID, accountID)
 }
 
 // applyCluster brings one cluster to the account's level under the

@@ -49,6 +49,10 @@ const (
 		"Disconnect the account, or create the stack again and reconnect it."
 )
 
+// reasonResubscribed is the state_reason of an account back from an
+// unsubscription until its reconcile has read the stack.
+const reasonResubscribed = "Kukie receives the stack's notifications again; the stack is being read."
+
 // Webhook takes SNS deliveries of customers' CloudFormation stack events:
 // each verified and bound to its account before anything is stored.
 type Webhook struct {
@@ -197,7 +201,7 @@ func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m 
 		// a FULL stack cannot widen a limited account on the way back
 		// (EffectiveFacts) — a full or LIMITED stack turns it active.
 		if _, err := w.Accounts.SetAccountState(ctx, teamID, accountID, AccountConfirmationRequired,
-			"Kukie receives the stack's notifications again; the stack is being read.", now); err != nil {
+			reasonResubscribed, now); err != nil {
 			return Delivery{}, err
 		}
 		w.log().Info("AWS account receives stack notifications again", "team", teamID, "account", accountID)

@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
@@ -114,5 +116,26 @@ func TestMetricCounts(t *testing.T) {
 	backlog, err := db.JobBacklog(ctx)
 	if diff := cmp.Diff(map[string]int{"k/available": 2}, backlog); err != nil || diff != "" {
 		t.Errorf("backlog (-want +got), %v:\n%s", err, diff)
+	}
+}
+
+// Expired pending subscriptions are deleted; unexpired ones stay.
+func TestDeleteExpiredPendingSubscriptions(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	ctx := context.Background()
+	topic := "arn:aws:sns:eu-west-1:123456789012:kukie"
+	for i, at := range []time.Time{accountTime, accountTime.Add(2 * 24 * time.Hour)} {
+		if err := db.SavePendingSubscription(ctx, service.PendingSubscription{TopicARN: topic, MessageID: fmt.Sprint("m", i),
+			SubscribeURL: "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription", Token: "t", ReceivedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.DeleteExpiredPendingSubscriptions(ctx, accountTime.Add(service.PendingSubscriptionTTL))
+	if err != nil || n != 1 {
+		t.Fatalf("deleted %d, %v; want the first one", n, err)
+	}
+	left, err := db.TakePendingSubscriptions(ctx, topic, accountTime.Add(service.PendingSubscriptionTTL))
+	if err != nil || len(left) != 1 || left[0].MessageID != "m1" {
+		t.Errorf("left: %+v, %v", left, err)
 	}
 }

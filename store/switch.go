@@ -264,6 +264,16 @@ func (db *DB) SavePendingSubscription(ctx context.Context, p service.PendingSubs
 	return mapError(err)
 }
 
+// DeleteExpiredPendingSubscriptions deletes the pending subscriptions
+// expired at now and returns how many.
+func (db *DB) DeleteExpiredPendingSubscriptions(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM sns_pending_subscriptions WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, mapError(err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // TakePendingSubscriptions returns and deletes the topic's pending
 // subscriptions unexpired at now, oldest first, and deletes every expired
 // one. Concurrent takes of one topic return each subscription once.
