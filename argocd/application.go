@@ -146,7 +146,7 @@ func parseResources(status map[string]any) []service.AppResource {
 		out = append(out, service.AppResource{
 			Group: str(m, "group"), Version: str(m, "version"), Kind: str(m, "kind"),
 			Namespace: str(m, "namespace"), Name: str(m, "name"), Status: str(m, "status"),
-			Health: str(mapAt(m, "health"), "status"), Hook: boolAt(m, "hook"),
+			Health: optionalStr(mapAt(m, "health"), "status"), Hook: boolAt(m, "hook"),
 			RequiresPruning: boolAt(m, "requiresPruning"),
 		})
 	}
@@ -208,6 +208,14 @@ func sliceAt(m map[string]any, key string) []any {
 func str(m map[string]any, key string) string {
 	v, _ := m[key].(string)
 	return v
+}
+
+// optionalStr returns m[key] when it is a non-empty string, else nil.
+func optionalStr(m map[string]any, key string) *string {
+	if v := str(m, key); v != "" {
+		return &v
+	}
+	return nil
 }
 
 func boolAt(m map[string]any, key string) bool {

@@ -67,10 +67,13 @@ type AppResource struct {
 	Kind            string `json:"kind"`
 	Namespace       string `json:"namespace"`
 	Name            string `json:"name"`
-	Status          string `json:"status"`
-	Health          string `json:"health"`
-	Hook            bool   `json:"hook"`
-	RequiresPruning bool   `json:"requires_pruning"`
+	Status string `json:"status"`
+	// Health is nil when Argo CD did not store it: since Argo CD 3.0
+	// status.resources holds no per-resource health by default
+	// (controller.resource.health.persist), which is not "Unknown".
+	Health          *string `json:"health"`
+	Hook            bool    `json:"hook"`
+	RequiresPruning bool    `json:"requires_pruning"`
 }
 
 // AppCondition is one of status.conditions.
@@ -130,6 +133,54 @@ type Application struct {
 	// RespectIgnoreDifferences is set by the sync option of that name.
 	IgnoreDifferences        []IgnoreRule `json:"-"`
 	RespectIgnoreDifferences bool         `json:"-"`
+
+	// SkipReconcile is set by the annotation argocd.argoproj.io/skip-reconcile
+	// (true): the controller ignores the app and reverts nothing.
+	SkipReconcile bool `json:"-"`
+	// ManifestGeneratePaths is set when the app carries
+	// argocd.argoproj.io/manifest-generate-paths: auto-sync follows only
+	// commits that touch those paths.
+	ManifestGeneratePaths bool `json:"-"`
+	// SelfHealPaused is set when the last sync operation to the current
+	// revision and source completed without success (upstream
+	// alreadyAttemptedSync): Argo CD neither auto-syncs nor self-heals
+	// until a new revision or a successful sync.
+	SelfHealPaused bool `json:"-"`
+}
+
+// ArgoCDSettings are the argocd-cm settings that change ownership answers
+// (only these keys are read; the ConfigMap itself is never stored or
+// logged).
+type ArgoCDSettings struct {
+	// InstallationID is installationID: when set, objects whose
+	// argocd.argoproj.io/installation-id annotation differs belong to
+	// another Argo CD instance.
+	InstallationID string
+	// InstanceLabelKey is application.instanceLabelKey (default
+	// app.kubernetes.io/instance).
+	InstanceLabelKey string
+	// TrackingMethod is application.resourceTrackingMethod: "" (absent),
+	// "label", "annotation" or "annotation+label".
+	TrackingMethod string
+	// IgnoreRules are the system-wide rules of
+	// resource.customizations.ignoreDifferences.<group_kind>, ...all and the
+	// legacy resource.customizations; merged with each app's own.
+	IgnoreRules []IgnoreRule
+	// Read is false when the ConfigMap could not be read (forbidden or
+	// absent): the defaults apply and Note says why.
+	Read bool
+	Note string
+}
+
+// DefaultInstanceLabelKey is Argo CD's default application.instanceLabelKey.
+const DefaultInstanceLabelKey = "app.kubernetes.io/instance"
+
+// LabelKey is the instance label key in force.
+func (s ArgoCDSettings) LabelKey() string {
+	if s.InstanceLabelKey == "" {
+		return DefaultInstanceLabelKey
+	}
+	return s.InstanceLabelKey
 }
 
 // IgnoreRule is one spec.ignoreDifferences entry. Only JSONPointers can be

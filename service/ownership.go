@@ -11,7 +11,19 @@ type ObjectInfo struct {
 	Group, Version, Kind string
 	Namespace, Name      string
 	Namespaced, Found    bool
-	Annotations, Labels  map[string]string
+	// Annotations may hold kubectl.kubernetes.io/last-applied-configuration,
+	// which for a Secret holds its data: never log or return them.
+	Annotations, Labels map[string]string
+	// ManagedFields are the object's metadata.managedFields.
+	ManagedFields []ManagedFieldsEntry
+}
+
+// ManagedFieldsEntry is one metadata.managedFields entry.
+type ManagedFieldsEntry struct {
+	Manager   string
+	Operation string // Apply or Update
+	// FieldsV1 is the raw fieldsV1 tree ("f:spec", "k:{...}", "v:...").
+	FieldsV1 []byte
 }
 
 // ObjectReader resolves a resource's kind as kubectl does and reads the
@@ -41,10 +53,41 @@ type OwnershipResource struct {
 	Name        string `json:"name"`
 	Namespace   string `json:"namespace"`
 	Application string `json:"application"`
-	Tracking    string `json:"tracking"` // annotation or label
-	Level       Level  `json:"level"`
-	Reason      string `json:"reason"`
+	// Tracking is annotation or label (kept one release for old readers;
+	// Basis replaces it).
+	Tracking string `json:"tracking"`
+	// Basis is how the object was found to be managed (Basis* values);
+	// LevelCause what decided its level (Cause* values).
+	Basis      string `json:"basis"`
+	LevelCause string `json:"level_cause"`
+	Level      Level  `json:"level"`
+	Reason     string `json:"reason"`
 }
+
+// Bases of a managed resource: the tracking annotation verified against
+// the object; the instance label confirmed by the app's status.resources;
+// no tracking metadata but listed in an app's status.resources (CRDs,
+// custom label keys); or Applications could not be read and the
+// annotation, or the label with Argo CD's field manager on the object,
+// stands unconfirmed.
+const (
+	BasisAnnotation            = "annotation"
+	BasisLabel                 = "label"
+	BasisStatusResources       = "status_resources"
+	BasisAnnotationUnconfirmed = "annotation_unconfirmed"
+	BasisLabelUnconfirmed      = "label_unconfirmed"
+)
+
+// Causes of a level, in precedence order: when several apply, the first
+// names the cause.
+const (
+	CauseSkipReconcile     = "skip_reconcile"
+	CauseIgnoreDifferences = "ignore_differences"
+	CauseNotInGit          = "not_in_git"
+	CauseSelfHealPaused    = "self_heal_paused"
+	CausePolicyUnreadable  = "policy_unreadable"
+	CausePolicy            = "policy"
+)
 
 // ArgoCDWarning is the plan's `argocd` field: what the approval card shows
 // when a change touches resources Argo CD manages.
@@ -86,8 +129,9 @@ type ResolvedTarget struct {
 
 // Unmanaged is a checked target Argo CD does not manage, and why:
 // object_not_found (a create), not_tracked (no tracking metadata),
-// copied_annotation (the annotation names another object), or
-// label_not_confirmed (an instance label no app confirms, e.g. Helm's own).
+// copied_annotation (the annotation names another object),
+// label_not_confirmed (an instance label no app confirms, e.g. Helm's own),
+// or other_installation (another Argo CD instance's, by installationID).
 type Unmanaged struct {
 	Group     string `json:"group"`
 	Kind      string `json:"kind"`
