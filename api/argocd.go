@@ -98,6 +98,7 @@ func handleAppDetail(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 func handleOwnership(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 	type request struct {
 		Resources []service.ResourceRef `json:"resources"`
+		Tool      string                `json:"tool"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in, err := decode[request](r)
@@ -106,7 +107,8 @@ func handleOwnership(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
-		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), in.Resources, warningLanguage(r))
+		o, err := argo.Ownership(r.Context(), p, chi.URLParam(r, "cluster_id"), service.WithTool(in.Resources, in.Tool),
+			warningLanguage(r))
 		reply(w, r, log, o, err)
 	})
 }

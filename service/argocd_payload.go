@@ -60,6 +60,13 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		res := OwnershipResource{Group: str(row, "group"), Kind: str(row, "kind"), Name: str(row, "name"),
 			Namespace: str(row, "namespace"), Application: str(row, "application"), Tracking: str(row, "tracking"),
 			Reason: str(row, "reason")}
+		// Closed lists: a value outside them (a client's odd payload) is dropped.
+		if b := str(row, "basis"); ValidBasis(b) {
+			res.Basis = b
+		}
+		if c := str(row, "level_cause"); ValidCause(c) {
+			res.LevelCause = c
+		}
 		if l := Level(str(row, "level")); l.Valid() {
 			res.Level = l
 		}

@@ -25,3 +25,28 @@ func TestArgoCDFromPayloadStripsRepoCredentials(t *testing.T) {
 		t.Errorf("recheck_skipped = %+v", w.RecheckSkipped)
 	}
 }
+
+// basis and level_cause ride along into the history; plans stored before
+// them (absent) and odd values (dropped) are tolerated.
+func TestArgoCDFromPayloadBasisAndCause(t *testing.T) {
+	w := ArgoCDFromPayload(json.RawMessage(`{"argocd": {"level": "auto_sync", "resources": [
+		{"kind": "Deployment", "name": "new", "basis": "status_resources", "level_cause": "self_heal_paused"},
+		{"kind": "Deployment", "name": "old", "tracking": "annotation"},
+		{"kind": "Deployment", "name": "odd", "basis": "guess", "level_cause": 7}]}}`))
+	if w == nil || len(w.Resources) != 3 {
+		t.Fatalf("warning = %+v", w)
+	}
+	if r := w.Resources[0]; r.Basis != BasisStatusResources || r.LevelCause != CauseSelfHealPaused {
+		t.Errorf("new row: %+v", r)
+	}
+	if r := w.Resources[1]; r.Basis != "" || r.LevelCause != "" || r.Tracking != "annotation" {
+		t.Errorf("old row: %+v", r)
+	}
+	if r := w.Resources[2]; r.Basis != "" || r.LevelCause != "" {
+		t.Errorf("odd values kept: %+v", r)
+	}
+	out, _ := json.Marshal(w.Resources[1])
+	if string(out) != `{"group":"","kind":"Deployment","name":"old","namespace":"","application":"","tracking":"annotation","level":"","reason":""}` {
+		t.Errorf("old row encodes as %s (basis and level_cause must be absent)", out)
+	}
+}

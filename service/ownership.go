@@ -58,8 +58,8 @@ type OwnershipResource struct {
 	Tracking string `json:"tracking"`
 	// Basis is how the object was found to be managed (Basis* values);
 	// LevelCause what decided its level (Cause* values).
-	Basis      string `json:"basis"`
-	LevelCause string `json:"level_cause"`
+	Basis      string `json:"basis,omitempty"`
+	LevelCause string `json:"level_cause,omitempty"`
 	Level      Level  `json:"level"`
 	Reason     string `json:"reason"`
 }
@@ -77,6 +77,43 @@ const (
 	BasisAnnotationUnconfirmed = "annotation_unconfirmed"
 	BasisLabelUnconfirmed      = "label_unconfirmed"
 )
+
+// ValidBasis reports whether b is one of the Basis* values.
+func ValidBasis(b string) bool {
+	switch b {
+	case BasisAnnotation, BasisLabel, BasisStatusResources, BasisAnnotationUnconfirmed, BasisLabelUnconfirmed:
+		return true
+	}
+	return false
+}
+
+// ValidCause reports whether c is one of the Cause* values.
+func ValidCause(c string) bool {
+	switch c {
+	case CauseSkipReconcile, CauseIgnoreDifferences, CauseNotInGit, CauseSelfHealPaused, CausePolicyUnreadable, CausePolicy:
+		return true
+	}
+	return false
+}
+
+// GitNarrowingAllowed reports whether a change by tool may be found not to
+// be reverted because Git does not set the fields it changes: never for
+// apply_manifest (how it will be applied is unknown, and a client-side apply
+// rewrites last-applied-configuration, after which Argo CD's three-way diff
+// reverts what Git does not set) nor delete_resource.
+func GitNarrowingAllowed(tool string) bool {
+	return tool != "apply_manifest" && tool != "delete_resource"
+}
+
+// WithTool returns copies of refs carrying the tool that makes the change.
+func WithTool(refs []ResourceRef, tool string) []ResourceRef {
+	out := make([]ResourceRef, len(refs))
+	for i, r := range refs {
+		r.Tool = tool
+		out[i] = r
+	}
+	return out
+}
 
 // Causes of a level, in precedence order: when several apply, the first
 // names the cause.

@@ -55,6 +55,9 @@ type ResourceRef struct {
 	// ChangedFields are JSON pointers of the fields a change touches
 	// (e.g. /spec/replicas), checked against the app's ignoreDifferences.
 	ChangedFields []string `json:"changed_fields,omitempty"`
+	// Tool is the tool making the change (the plan's), for detection only
+	// (GitNarrowingAllowed); not stored with the plan's resources.
+	Tool string `json:"-"`
 }
 
 // Plan is an Action Plan: the approval-card record the agent creates before
@@ -211,7 +214,7 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	}
 	var resolved []ResolvedTarget
 	if s.detects(in.Tool) && len(in.Resources) > 0 {
-		own := s.Detector.Detect(ctx, cluster, in.Resources, "ko")
+		own := s.Detector.Detect(ctx, cluster, WithTool(in.Resources, in.Tool), "ko")
 		resolved = own.Resolved
 		if in.Payload, err = withArgoCD(in.Payload, own.ArgoCD); err != nil {
 			return Plan{}, false, err
@@ -337,7 +340,7 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		}
 		if current.Status == PlanPending && s.detects(current.Tool) && len(current.Resources) > 0 {
 			if cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, current.ClusterID); err == nil {
-				own := s.Detector.Recheck(ctx, cluster, current.Resources, ArgoCDFromPayload(current.Payload), "ko")
+				own := s.Detector.Recheck(ctx, cluster, WithTool(current.Resources, current.Tool), ArgoCDFromPayload(current.Payload), "ko")
 				recheck = &own
 			}
 		}
