@@ -23,6 +23,9 @@ type AppRead struct {
 	// OnlyNamespace is set when the cluster-wide read was forbidden and only
 	// this namespace (Argo CD's own) could be read: apps elsewhere are unseen.
 	OnlyNamespace string
+	// Settings are the argocd-cm settings read with the Applications (the
+	// defaults, with a note, when the ConfigMap could not be read).
+	Settings ArgoCDSettings
 }
 
 // Snapshot is one read of a cluster's Applications, immutable once built
@@ -37,11 +40,59 @@ type Snapshot struct {
 	Summary   AppSummary
 	// OnlyNamespace is set when only Argo CD's own namespace could be read.
 	OnlyNamespace string
+	// Settings are the read's argocd-cm settings; kept also when the
+	// Applications could not be read, as the read found them.
+	Settings ArgoCDSettings
 	// AppsJSON is Apps encoded for the list response, so hits are not
 	// re-encoded; ContentHash identifies the apps' content (for ETags).
 	AppsJSON    json.RawMessage
 	ContentHash string
 	byID        map[string]int
+	// listed maps each status.resources identity to the indexes (in Apps)
+	// of the apps listing it, each app once.
+	listed map[resourceIdentity][]int
+}
+
+// resourceIdentity is an object as status.resources names it: the group is
+// "" for the core group, the namespace "" for cluster-scoped objects.
+type resourceIdentity struct{ group, kind, namespace, name string }
+
+// Listing returns the apps whose status.resources list the object (group
+// "" for the core group, namespace "" for a cluster-scoped object), in the
+// snapshot's order; nil when none does. It is a map lookup: the index is
+// built once per snapshot. Argo CD manages objects it writes no tracking
+// metadata onto (CRDs, custom instance label keys) and lists them there
+// all the same (upstream reposerver/repository/repository.go skips
+// SetAppInstance for CRDs).
+func (s *Snapshot) Listing(group, kind, namespace, name string) []Application {
+	idx := s.listed[resourceIdentity{group, kind, namespace, name}]
+	if len(idx) == 0 {
+		return nil
+	}
+	apps := make([]Application, len(idx))
+	for i, j := range idx {
+		apps[i] = s.Apps[j]
+	}
+	return apps
+}
+
+// indexListings builds the Listing index of apps.
+func indexListings(apps []Application) map[resourceIdentity][]int {
+	n := 0
+	for _, a := range apps {
+		n += len(a.Resources)
+	}
+	listed := make(map[resourceIdentity][]int, n)
+	for i, a := range apps {
+		for _, r := range a.Resources {
+			k := resourceIdentity{r.Group, r.Kind, r.Namespace, r.Name}
+			if idx := listed[k]; len(idx) > 0 && idx[len(idx)-1] == i {
+				continue // listed twice by one app (e.g. two versions)
+			}
+			listed[k] = append(listed[k], i)
+		}
+	}
+	return listed
 }
 
 // App returns the app with the given id.
@@ -54,7 +105,7 @@ func (s *Snapshot) App(id string) (Application, bool) {
 }
 
 func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
-	s := &Snapshot{FetchedAt: at, Err: err}
+	s := &Snapshot{FetchedAt: at, Err: err, Settings: read.Settings}
 	if err != nil {
 		return s
 	}
@@ -70,6 +121,7 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	for i, a := range apps {
 		s.byID[a.ID] = i
 	}
+	s.listed = indexListings(apps)
 	b, merr := json.Marshal(apps)
 	if merr != nil {
 		s.Err = WrapError(EINTERNAL, "encode applications", merr)
@@ -80,6 +132,11 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	s.ContentHash = hex.EncodeToString(sum[:12])
 	return s
 }
+
+// ReasonArgoCDNotInstalled is the failure reason of a read of a cluster
+// without Argo CD's Application resource: an answer, remembered
+// NotInstalledTTL.
+const ReasonArgoCDNotInstalled = "argocd_not_installed"
 
 // CacheObserver is told about cache events: "hit", "miss", "refresh".
 type CacheObserver interface {
@@ -100,7 +157,12 @@ type SnapshotCache struct {
 	TTL          time.Duration // a good snapshot serves this long (10 s)
 	RefreshFloor time.Duration // a refresh reuses a snapshot younger than this (2 s)
 	FailureTTL   time.Duration // a failure is remembered this long (2 s)
-	ReadTimeout  time.Duration // bound on one shared read (15 s)
+	// NotInstalledTTL is how long a read that found no Argo CD
+	// (argocd_not_installed) is served, refresh or not (60 s): detection
+	// needs the snapshot for every found object, also on such clusters,
+	// and must not list them every RefreshFloor.
+	NotInstalledTTL time.Duration
+	ReadTimeout     time.Duration // bound on one shared read (15 s)
 	// Refused, when set, is told when a cluster refused Kukie's credentials
 	// (reason cluster_unauthorized), so the cluster's access state can say
 	// so instead of every read reporting a connection problem.
@@ -114,7 +176,7 @@ func NewSnapshotCache(reader ApplicationReader, maxClusters int, now func() time
 		return nil, err
 	}
 	return &SnapshotCache{reader: reader, now: now, entries: entries, observer: observer,
-		TTL: 10 * time.Second, RefreshFloor: 2 * time.Second, FailureTTL: 2 * time.Second, ReadTimeout: 15 * time.Second}, nil
+		TTL: 10 * time.Second, RefreshFloor: 2 * time.Second, FailureTTL: 2 * time.Second, NotInstalledTTL: 60 * time.Second, ReadTimeout: 15 * time.Second}, nil
 }
 
 func (c *SnapshotCache) event(e string) {
@@ -143,6 +205,10 @@ func (c *SnapshotCache) fresh(key string, refresh bool) (*Snapshot, bool) {
 	if !ok {
 		return nil, false
 	}
+	age := c.now().Sub(s.FetchedAt)
+	if ErrorReason(s.Err) == ReasonArgoCDNotInstalled {
+		return s, age < c.NotInstalledTTL
+	}
 	maxAge := c.TTL
 	if s.Err != nil {
 		maxAge = c.FailureTTL
@@ -150,7 +216,7 @@ func (c *SnapshotCache) fresh(key string, refresh bool) (*Snapshot, bool) {
 	if refresh && maxAge > c.RefreshFloor {
 		maxAge = c.RefreshFloor
 	}
-	return s, c.now().Sub(s.FetchedAt) < maxAge
+	return s, age < maxAge
 }
 
 // load reads the cluster once for all concurrent callers. A caller may have

@@ -41,15 +41,33 @@ func newTestCache(t *testing.T, r ApplicationReader, max int) (*SnapshotCache, *
 
 var cl = Cluster{TeamID: "t1", ID: "c1"}
 
+// cacheStep advances the clock, gets the snapshot (refreshing or not) and
+// expects this many reads in all.
+type cacheStep struct {
+	advance time.Duration
+	refresh bool
+	reads   int64
+}
+
+// runCacheSteps runs steps against c, whose reads r counts; every snapshot
+// must fail with reason (none when "").
+func runCacheSteps(t *testing.T, c *SnapshotCache, clock *testclock.Clock, r *countingReader, reason string, steps []cacheStep) {
+	t.Helper()
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		if snap := c.Get(context.Background(), cl, s.refresh); ErrorReason(snap.Err) != reason || (reason == "" && snap.Err != nil) {
+			t.Fatalf("step %d: err %v, want reason %q", i, snap.Err, reason)
+		}
+		if got := r.reads.Load(); got != s.reads {
+			t.Fatalf("step %d: %d reads, want %d", i, got, s.reads)
+		}
+	}
+}
+
 func TestCacheTTLAndRefreshFloor(t *testing.T) {
 	r := &countingReader{}
 	c, clock := newTestCache(t, r, 8)
-	ctx := context.Background()
-	steps := []struct {
-		advance time.Duration
-		refresh bool
-		reads   int64
-	}{
+	runCacheSteps(t, c, clock, r, "", []cacheStep{
 		{0, false, 1},               // cold: read
 		{5 * time.Second, false, 1}, // 5 s old: within the TTL
 		{0, true, 2},                // refresh of a 5 s old snapshot: read
@@ -57,17 +75,7 @@ func TestCacheTTLAndRefreshFloor(t *testing.T) {
 		{1 * time.Second, true, 3},  // refresh, 2 s old: read
 		{9 * time.Second, false, 3}, // 9 s old: fresh
 		{1 * time.Second, false, 4}, // 10 s old: expired
-	}
-	for i, s := range steps {
-		clock.Advance(s.advance)
-		snap := c.Get(ctx, cl, s.refresh)
-		if snap.Err != nil {
-			t.Fatal(snap.Err)
-		}
-		if got := r.reads.Load(); got != s.reads {
-			t.Fatalf("step %d: %d reads, want %d", i, got, s.reads)
-		}
-	}
+	})
 }
 
 func TestCacheRemembersFailureBriefly(t *testing.T) {
