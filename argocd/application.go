@@ -5,6 +5,7 @@
 package argocd
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/kukie/gitops-server/service"
@@ -48,7 +49,17 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 		}
 	}
 	a.AutoSync, a.SelfHeal, a.Prune = SyncPolicy(spec)
-	a.Level, a.LevelReason = PolicyLevel(a), PolicyReason(a)
+	annotations := mapAt(meta, "annotations")
+	// common/common.go AnnotationKeyAppSkipReconcile: any value
+	// strconv.ParseBool reads as true; controller/appcontroller.go
+	// canProcessApp ignores unparsable values.
+	if skip, err := strconv.ParseBool(str(annotations, AnnotationSkipReconcile)); err == nil && skip {
+		a.SkipReconcile = true
+	}
+	a.ManifestGeneratePaths = str(annotations, AnnotationManifestGeneratePaths) != ""
+	a.SelfHealPaused = a.SelfHeal && lastSyncAttemptFailed(spec, status)
+	d := appDecision(a)
+	a.Level, a.LevelReason = d.Level, d.Reason
 	if a.SyncStatus == "" {
 		a.SyncStatus = "Unknown"
 	}
@@ -77,12 +88,22 @@ func SyncPolicy(spec map[string]any) (autoSync, selfHeal, prune bool) {
 	return true, boolAt(automated, "selfHeal"), boolAt(automated, "prune")
 }
 
-// parseSources reads spec.sources (or the single spec.source). Repository
-// URLs lose their credentials here, so no snapshot, list or ownership answer
+// Application annotations that change what Argo CD does with an app.
+const (
+	AnnotationSkipReconcile         = "argocd.argoproj.io/skip-reconcile"
+	AnnotationManifestGeneratePaths = "argocd.argoproj.io/manifest-generate-paths"
+)
+
+// parseSources reads spec.sources (or the single spec.source); with
+// spec.sourceHydrator, its drySource (where people commit; see
+// pkg/apis/application/v1alpha1/types.go SourceHydrator). Repository URLs
+// lose their credentials here, so no snapshot, list or ownership answer
 // built from the app can show them to the team.
 func parseSources(spec map[string]any) []service.AppSource {
 	var raw []any
-	if list, ok := spec["sources"].([]any); ok && len(list) > 0 {
+	if dry, ok := mapAt(spec, "sourceHydrator")["drySource"].(map[string]any); ok {
+		raw = []any{map[string]any{"repoURL": dry["repoURL"], "path": dry["path"], "targetRevision": dry["targetRevision"]}}
+	} else if list, ok := spec["sources"].([]any); ok && len(list) > 0 {
 		raw = list
 	} else if one, ok := spec["source"].(map[string]any); ok {
 		raw = []any{one}

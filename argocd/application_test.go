@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/kukie/gitops-server/service"
@@ -101,6 +102,10 @@ func TestParseTolerates(t *testing.T) {
 func FuzzParseApplication(f *testing.F) {
 	f.Add(`{"metadata":{"name":"a","namespace":"x"},"spec":{"syncPolicy":{"automated":{"enabled":false}}},"status":{"resources":[{"name":"n","kind":"k"}]}}`)
 	f.Add(`{"metadata":{"name":"a"},"status":{"history":[{"id":1.5}],"operationState":{"phase":"Error"}}}`)
+	f.Add(`{"metadata":{"name":"a","annotations":{"argocd.argoproj.io/skip-reconcile":"t","argocd.argoproj.io/manifest-generate-paths":"."}}}`)
+	f.Add(selfHealApp(`"source":{"repoURL":"r","path":"p"}`, `"sync":{"revision":"x"},"operationState":{"phase":"Failed","syncResult":{"revision":"x","source":{"repoURL":"r","path":"p","chart":""}}}`))
+	f.Add(selfHealApp(`"sources":[{"repoURL":"r"}]`, `"sync":{"revisions":["x"]},"operationState":{"phase":"Error","syncResult":{"revisions":["x"],"sources":[{"repoURL":"r"}]}}`))
+	f.Add(selfHealApp(`"sourceHydrator":{"drySource":{"repoURL":"r","path":"p"},"syncSource":{"path":"q","targetBranch":"b"}}`, `"operationState":{"phase":"Failed","syncResult":{"source":{"repoURL":"r","path":"q","targetRevision":"b"}}}`))
 	f.Fuzz(func(t *testing.T, doc string) {
 		var obj map[string]any
 		if json.Unmarshal([]byte(doc), &obj) != nil {
@@ -109,6 +114,15 @@ func FuzzParseApplication(f *testing.F) {
 		a, ok := ParseApplication(obj, "argocd")
 		if ok && (a.ID == "" || a.Problems == nil || a.Sources == nil) {
 			t.Fatalf("parsed app missing id or slices: %+v", a)
+		}
+		if ok && (!a.Level.Valid() || a.LevelReason == "") {
+			t.Fatalf("parsed app without a level: %+v", a)
+		}
+		if a.SelfHealPaused && (!a.SelfHeal || a.Operation == nil || !a.Operation.Failed()) {
+			t.Fatalf("self-heal paused without a failed operation: %+v", a)
+		}
+		if a.SkipReconcile && a.Level != service.LevelNotReverted {
+			t.Fatalf("skip-reconcile app at level %s", a.Level)
 		}
 	})
 }
@@ -139,5 +153,56 @@ func TestParseSourcesStripsCredentials(t *testing.T) {
 	single, _ := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{"source":{"repoURL":"https://glpat-abc@gitlab.com/o/r"}}}`)
 	if len(single.Sources) != 1 || single.Sources[0].RepoURL != "https://gitlab.com/o/r" {
 		t.Errorf("single source = %+v", single.Sources)
+	}
+}
+
+func TestParseAnnotations(t *testing.T) {
+	cases := map[string]struct {
+		annotations         string
+		skip, generatePaths bool
+		level               service.Level
+	}{
+		"None":                 {`{}`, false, false, service.LevelSelfHeal},
+		"SkipTrue":             {`{"argocd.argoproj.io/skip-reconcile":"true"}`, true, false, service.LevelNotReverted},
+		"SkipParseBoolOne":     {`{"argocd.argoproj.io/skip-reconcile":"1"}`, true, false, service.LevelNotReverted},
+		"SkipParseBoolT":       {`{"argocd.argoproj.io/skip-reconcile":"TRUE"}`, true, false, service.LevelNotReverted},
+		"SkipFalse":            {`{"argocd.argoproj.io/skip-reconcile":"false"}`, false, false, service.LevelSelfHeal},
+		"SkipUnparsable":       {`{"argocd.argoproj.io/skip-reconcile":"yes"}`, false, false, service.LevelSelfHeal},
+		"SkipWrongType":        {`{"argocd.argoproj.io/skip-reconcile":true}`, false, false, service.LevelSelfHeal},
+		"GeneratePaths":        {`{"argocd.argoproj.io/manifest-generate-paths":"."}`, false, true, service.LevelSelfHeal},
+		"GeneratePathsEmpty":   {`{"argocd.argoproj.io/manifest-generate-paths":""}`, false, false, service.LevelSelfHeal},
+		"AnnotationsWrongType": {`[1]`, false, false, service.LevelSelfHeal},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, ok := parse(t, `{"metadata":{"name":"a","namespace":"argocd","annotations":`+c.annotations+`},
+				"spec":{"syncPolicy":{"automated":{"selfHeal":true}}}}`)
+			if !ok || a.SkipReconcile != c.skip || a.ManifestGeneratePaths != c.generatePaths || a.Level != c.level {
+				t.Errorf("skip %v paths %v level %s (%q)", a.SkipReconcile, a.ManifestGeneratePaths, a.Level, a.LevelReason)
+			}
+		})
+	}
+}
+
+func TestParseSourceHydrator(t *testing.T) {
+	a, ok := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{
+		"source":{"repoURL":"https://g/ignored"},
+		"sourceHydrator":{"drySource":{"repoURL":"https://user:tok@github.com/o/dry","path":"apps/web","targetRevision":"HEAD"},
+		  "syncSource":{"targetBranch":"env/prod","path":"prod/web"}}}}`)
+	want := []service.AppSource{{RepoURL: "https://github.com/o/dry", Path: "apps/web", TargetRevision: "HEAD"}}
+	if !ok || !reflect.DeepEqual(a.Sources, want) {
+		t.Errorf("sources = %+v, want %+v", a.Sources, want)
+	}
+	b, _ := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{"source":{"repoURL":"https://g/r"},"sourceHydrator":"x"}}`)
+	if len(b.Sources) != 1 || b.Sources[0].RepoURL != "https://g/r" {
+		t.Errorf("malformed hydrator: sources = %+v", b.Sources)
+	}
+}
+
+func TestParseResourceHealthAbsent(t *testing.T) {
+	a, _ := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"status":{"resources":[
+		{"kind":"Deployment","name":"web"},{"kind":"Service","name":"web","health":{"status":"Healthy"}}]}}`)
+	if len(a.Resources) != 2 || a.Resources[0].Health != nil || a.Resources[1].Health == nil || *a.Resources[1].Health != "Healthy" {
+		t.Errorf("resources = %+v", a.Resources)
 	}
 }

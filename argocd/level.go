@@ -66,6 +66,9 @@ func PolicyReason(a service.Application) string {
 	switch {
 	case a.AutoSync && a.SelfHeal:
 		return "app " + a.Name + ": auto-sync with selfHeal"
+	case a.AutoSync && a.ManifestGeneratePaths:
+		return "app " + a.Name + ": auto-sync without selfHeal, following only commits that touch its " +
+			"manifest-generate-paths"
 	case a.AutoSync:
 		return "app " + a.Name + ": auto-sync without selfHeal"
 	}
