@@ -61,7 +61,27 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	}
 	info.Found = true
 	info.Annotations, info.Labels = obj.GetAnnotations(), obj.GetLabels()
+	info.ManagedFields = managedFields(obj.GetManagedFields())
 	return info, nil
+}
+
+// managedFields copies an object's metadata.managedFields: who wrote which
+// fields, and how (Apply or Update). Argo CD's field manager is
+// argocd-controller for both client- and server-side apply (upstream
+// gitops-engine/pkg/sync/common/types.go).
+func managedFields(entries []metav1.ManagedFieldsEntry) []service.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]service.ManagedFieldsEntry, 0, len(entries))
+	for _, e := range entries {
+		m := service.ManagedFieldsEntry{Manager: e.Manager, Operation: string(e.Operation)}
+		if e.FieldsV1 != nil {
+			m.FieldsV1 = e.FieldsV1.Raw
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // resolve maps a resource reference to its REST mapping. When nothing

@@ -179,3 +179,79 @@ func mustInstallCRD(t *testing.T, c *k8stest.Cluster, group, plural, kind string
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TestReadObjectManagedFields: an object's metadata.managedFields come back
+// with manager, operation and the raw fieldsV1 tree, for Argo CD's
+// server-side apply and for an update after a client-side apply.
+func TestReadObjectManagedFields(t *testing.T) {
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(withArgo.Config(k8stest.UserAdmin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := dyn.Resource(configMapGVR).Namespace("sandbox-plain")
+	suffix := randomHex(t) // new names on every run (-count)
+	configMap := func(name, value string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "sandbox-plain"},
+			"data":     map[string]any{"mode": value},
+		}}
+	}
+	ssa, csa := "ssa-"+suffix, "csa-"+suffix
+	if _, err := cms.Apply(ctx, ssa, configMap(ssa, "a"), metav1.ApplyOptions{FieldManager: "argocd-controller", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Client-side apply: kubectl creates with its own manager; Argo CD's
+	// later client-side sync is an update by argocd-controller.
+	created, err := cms.Create(ctx, configMap(csa, "a"), metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["data"] = map[string]any{"mode": "a", "level": "b"}
+	if _, err := cms.Update(ctx, created, metav1.UpdateOptions{FieldManager: "argocd-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cms.Delete(ctx, ssa, metav1.DeleteOptions{})
+		_ = cms.Delete(ctx, csa, metav1.DeleteOptions{})
+	})
+
+	r, clusters, _ := mustReader(t, 10*time.Second, kubeconfig(t, withArgo, k8stest.UserAdmin))
+	read := func(name string) service.ObjectInfo {
+		t.Helper()
+		info, err := r.ReadObject(ctx, clusters[0], service.ResourceRef{Kind: "cm", Namespace: "sandbox-plain", Name: name})
+		if err != nil || !info.Found {
+			t.Fatalf("read %s: %+v, %v", name, info, err)
+		}
+		return info
+	}
+	type entry struct{ manager, operation, field string }
+	cases := []struct {
+		name string
+		want []entry
+	}{
+		{ssa, []entry{{"argocd-controller", "Apply", `"f:mode"`}}},
+		{csa, []entry{{"kubectl-client-side-apply", "Update", `"f:mode"`}, {"argocd-controller", "Update", `"f:level"`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name[:3], func(t *testing.T) {
+			got := read(c.name).ManagedFields
+			if len(got) != len(c.want) {
+				t.Fatalf("managedFields = %+v, want %d entries", got, len(c.want))
+			}
+			for _, w := range c.want { // the API server orders entries as it likes
+				i := slices.IndexFunc(got, func(e service.ManagedFieldsEntry) bool { return e.Manager == w.manager })
+				if i < 0 {
+					t.Errorf("no entry of %s in %+v", w.manager, got)
+					continue
+				}
+				if g := got[i]; g.Operation != w.operation || !strings.Contains(string(g.FieldsV1), w.field) {
+					t.Errorf("%s: {%s %s}, want %s with %s", w.manager, g.Operation, g.FieldsV1, w.operation, w.field)
+				}
+			}
+		})
+	}
+}
