@@ -118,10 +118,24 @@ const (
 // cannot evaluate (jqPathExpressions, managedFieldsManagers) never cover;
 // unevaluated reports that such a rule applies to the object.
 func Ignores(a service.Application, group, kind, namespace, name string, changed []string) (v IgnoreVerdict, unevaluated bool) {
+	return ignores(a.IgnoreDifferences, a.RespectIgnoreDifferences, group, kind, namespace, name, changed)
+}
+
+// RuleApplies reports whether an ignoreDifferences rule applies to an object
+// as Argo CD decides it (util/argo/normalizers/diff_normalizer.go
+// ignoreNormalizer.Normalize): group and kind are globs (an empty group
+// matches only the core group), name and namespace match exactly and an
+// empty one matches any.
+func RuleApplies(rule service.IgnoreRule, group, kind, namespace, name string) bool {
+	return globMatch(rule.Group, group) && globMatch(rule.Kind, kind) &&
+		(rule.Name == "" || rule.Name == name) && (rule.Namespace == "" || rule.Namespace == namespace)
+}
+
+// ignores is Ignores over any list of rules (an app's own and argocd-cm's).
+func ignores(all []service.IgnoreRule, respect bool, group, kind, namespace, name string, changed []string) (v IgnoreVerdict, unevaluated bool) {
 	var rules []service.IgnoreRule
-	for _, rule := range a.IgnoreDifferences {
-		if rule.Group != group || rule.Kind != kind ||
-			(rule.Name != "" && rule.Name != name) || (rule.Namespace != "" && rule.Namespace != namespace) {
+	for _, rule := range all {
+		if !RuleApplies(rule, group, kind, namespace, name) {
 			continue
 		}
 		rules = append(rules, rule)
@@ -135,7 +149,7 @@ func Ignores(a service.Application, group, kind, namespace, name string, changed
 			return NotIgnored, unevaluated
 		}
 	}
-	if a.RespectIgnoreDifferences {
+	if respect {
 		return IgnoredAndRespected, unevaluated
 	}
 	return Ignored, unevaluated
