@@ -24,22 +24,17 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// discoveryCounter connects to a real cluster as the admin and counts
-// discovery rounds: each reads GET /apis once (aggregated or not).
-type discoveryCounter struct {
-	cluster *k8stest.Cluster
-	rounds  atomic.Int64
+// interceptingAdmin connects to a real cluster as the admin; each request
+// goes through intercept, which may answer it or pass it on to next.
+type interceptingAdmin struct {
+	cluster   *k8stest.Cluster
+	intercept func(req *http.Request, next http.RoundTripper) (*http.Response, error)
 }
 
-func (d *discoveryCounter) RESTConfig(context.Context, service.Cluster) (*rest.Config, error) {
-	cfg := d.cluster.Config(k8stest.UserAdmin)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodGet && req.URL.Path == "/apis" {
-				d.rounds.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
+func (a interceptingAdmin) RESTConfig(context.Context, service.Cluster) (*rest.Config, error) {
+	cfg := a.cluster.Config(k8stest.UserAdmin)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) { return a.intercept(req, next) })
 	})
 	return cfg, nil
 }
@@ -50,7 +45,14 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 
 func TestRediscoveryAtMostOncePerWindow(t *testing.T) {
 	ctx := context.Background()
-	counter := &discoveryCounter{cluster: withArgo}
+	// Count discovery rounds: each reads GET /apis once (aggregated or not).
+	var rounds atomic.Int64
+	counter := interceptingAdmin{cluster: withArgo, intercept: func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodGet && req.URL.Path == "/apis" {
+			rounds.Add(1)
+		}
+		return next.RoundTrip(req)
+	}}
 	clock := testclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	r, err := kube.NewReader(counter, kube.ReaderOptions{Timeout: 10 * time.Second, Now: clock.Now})
 	if err != nil {
@@ -66,7 +68,7 @@ func TestRediscoveryAtMostOncePerWindow(t *testing.T) {
 	}
 	wantRounds := func(step string, want int64) {
 		t.Helper()
-		if got := counter.rounds.Load(); got != want {
+		if got := rounds.Load(); got != want {
 			t.Fatalf("%s: %d discovery rounds, want %d", step, got, want)
 		}
 	}

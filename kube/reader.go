@@ -33,7 +33,7 @@ var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version:
 // Failure reasons of a cluster read (the problem codes clients see).
 const (
 	ReasonUnreachable  = "cluster_unreachable"
-	ReasonNotInstalled = "argocd_not_installed"
+	ReasonNotInstalled = service.ReasonArgoCDNotInstalled
 	ReasonForbidden    = "argocd_forbidden"
 	// ReasonUnauthorized: an EKS cluster refused Kukie's token.
 	ReasonUnauthorized = "cluster_unauthorized"
@@ -157,10 +157,34 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 // ListApplications reads every Application of the cluster with one LIST
 // across namespaces, or — when that is forbidden — of the Argo CD
 // namespace. Failures come back as service errors whose reason is one of
-// cluster_unreachable, argocd_not_installed, argocd_forbidden.
+// cluster_unreachable, argocd_not_installed, argocd_forbidden. Within the
+// same timeout it reads Argo CD's settings (argocd-cm) into
+// AppRead.Settings — also when Applications are forbidden, as the settings
+// still shape the answer — with one GET that is not observed as a LIST and
+// never fails the read.
 func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) (service.AppRead, error) {
 	start := time.Now()
-	read, err := r.list(ctx, c)
+	cs, err := r.clientsFor(ctx, c)
+	if err != nil {
+		err = service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
+		r.observeList(err, start)
+		return service.AppRead{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	read, err := r.list(ctx, cs, c)
+	r.observeList(err, start)
+	if err == nil || service.ErrorReason(err) == ReasonForbidden {
+		read.Settings = readSettings(ctx, cs.dyn, c.ArgoCDNamespace)
+	}
+	return read, err
+}
+
+// observeList tells the observer about a LIST that started at start.
+func (r *Reader) observeList(err error, start time.Time) {
+	if r.opts.Observer == nil {
+		return
+	}
 	outcome := "ok"
 	if err != nil {
 		outcome = service.ErrorReason(err)
@@ -168,20 +192,11 @@ func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) (servi
 			outcome = "internal"
 		}
 	}
-	if r.opts.Observer != nil {
-		r.opts.Observer.ObserveList(outcome, time.Since(start))
-	}
-	return read, err
+	r.opts.Observer.ObserveList(outcome, time.Since(start))
 }
 
-func (r *Reader) list(ctx context.Context, c service.Cluster) (service.AppRead, error) {
+func (r *Reader) list(ctx context.Context, cs *clientSet, c service.Cluster) (service.AppRead, error) {
 	var read service.AppRead
-	cs, err := r.clientsFor(ctx, c)
-	if err != nil {
-		return read, service.WrapError(service.EINTERNAL, "The cluster connection could not be set up.", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
 	list, err := cs.dyn.Resource(applicationsGVR).List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) && c.ArgoCDNamespace != "" {
 		list, err = cs.dyn.Resource(applicationsGVR).Namespace(c.ArgoCDNamespace).List(ctx, metav1.ListOptions{})
