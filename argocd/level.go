@@ -76,29 +76,12 @@ func PolicyReason(a service.Application) string {
 }
 
 // ObjectLevel is how strongly the app reverts a change of the given fields
-// (JSON pointers) of one object it manages, with the reason in words: its
-// sync policy, weakened when ignoreDifferences covers every changed field.
-// how says how the object was found to be managed.
+// (JSON pointers) of one object it manages, with the reason in words.
+// Deprecated: use Decide, which also applies argocd-cm's rules, names the
+// cause and knows fields Git does not set; this is Decide without them.
 func ObjectLevel(a service.Application, group, kind, namespace, name string, changed []string, how string) (service.Level, string) {
-	policy := PolicyLevel(a)
-	reason := how + "; " + PolicyReason(a)
-	verdict, unevaluated := Ignores(a, group, kind, namespace, name, changed)
-	if unevaluated {
-		reason += "; a jqPathExpressions or managedFieldsManagers rule of ignoreDifferences applies to this object " +
-			"and could not be evaluated, so it was not counted"
-	}
-	switch verdict {
-	case IgnoredAndRespected:
-		return service.LevelNotReverted, reason + "; every changed field is in ignoreDifferences and " +
-			"RespectIgnoreDifferences=true: not reverted"
-	case Ignored:
-		return weaker(policy, service.LevelAutoSync), reason + "; every changed field is in ignoreDifferences, " +
-			"so self-heal leaves it, but the next sync rewrites it"
-	}
-	if len(changed) > 0 && len(a.IgnoreDifferences) > 0 {
-		reason += "; ignoreDifferences does not cover every changed field"
-	}
-	return policy, reason
+	d := Decide(a, service.ArgoCDSettings{}, Target{Group: group, Kind: kind, Namespace: namespace, Name: name, Changed: changed}, how)
+	return d.Level, d.Reason
 }
 
 // IgnoreVerdict says how an app's ignoreDifferences treat a change.
@@ -166,29 +149,4 @@ func covered(rules []service.IgnoreRule, field string) bool {
 		}
 	}
 	return false
-}
-
-// Warning is the approval card's sentence for a level, in Korean (the
-// product's language) or English.
-func Warning(l service.Level, lang string) string {
-	if lang == "en" {
-		return warningsEN[l]
-	}
-	return warningsKO[l]
-}
-
-var warningsKO = map[service.Level]string{
-	service.LevelSelfHeal:    "곧 ArgoCD가 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요.",
-	service.LevelUnknown:     "ArgoCD가 관리하는 리소스지만 sync 설정을 읽을 수 없어 언제 되돌아갈지 알 수 없어요. 유지하려면 PR을 같이 올리세요.",
-	service.LevelAutoSync:    "다음 Git 변경이 동기화될 때 ArgoCD가 되돌려요(관계없는 변경이어도). 유지하려면 PR을 같이 올리세요.",
-	service.LevelManual:      "ArgoCD가 스스로 되돌리지는 않지만 앱이 OutOfSync로 보이고, 다음 sync 때 되돌아가요.",
-	service.LevelNotReverted: "앱이 바뀌는 필드를 무시하도록 설정돼 있어 ArgoCD가 되돌리지 않아요.",
-}
-
-var warningsEN = map[service.Level]string{
-	service.LevelSelfHeal:    "Argo CD will revert this soon. To keep it, pause sync or open a PR with the same change.",
-	service.LevelUnknown:     "Argo CD manages this resource, but its sync policy cannot be read, so when it will be reverted is unknown. To keep it, open a PR with the same change.",
-	service.LevelAutoSync:    "Argo CD will revert this at the next Git change it syncs, even an unrelated one. To keep it, open a PR with the same change.",
-	service.LevelManual:      "Argo CD will not revert this by itself, but the app will show OutOfSync and the next sync will undo it.",
-	service.LevelNotReverted: "The app ignores the changed fields, so Argo CD will not revert this change.",
 }
