@@ -104,6 +104,9 @@ func TestReadSettings(t *testing.T) {
 			s.TrackingMethod != "annotation+label" {
 			t.Errorf("settings = %+v", s)
 		}
+		if want := []service.IgnoreRule{{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}}}; !cmp.Equal(want, s.IgnoreRules) {
+			t.Errorf("system-wide ignore rules = %+v, want %+v", s.IgnoreRules, want)
+		}
 		// Whatever ParseSettings makes of them, the reader gave it exactly
 		// the accepted keys.
 		if diff := cmp.Diff(argocd.ParseSettings(settingsKept), s); diff != "" {
