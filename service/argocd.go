@@ -62,12 +62,12 @@ var problemRank = map[string]int{
 
 // AppResource is one row of status.resources: an object the app manages.
 type AppResource struct {
-	Group           string `json:"group"`
-	Version         string `json:"version"`
-	Kind            string `json:"kind"`
-	Namespace       string `json:"namespace"`
-	Name            string `json:"name"`
-	Status string `json:"status"`
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
 	// Health is nil when Argo CD did not store it: since Argo CD 3.0
 	// status.resources holds no per-resource health by default
 	// (controller.resource.health.persist), which is not "Unknown".
