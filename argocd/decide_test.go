@@ -159,3 +159,26 @@ func TestRowsAgreeWithParsedLevel(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecide: any record and changed field gives a valid level and cause,
+// and the reason never repeats the object's last-applied-configuration
+// (a Secret's holds its data).
+func FuzzDecide(f *testing.F) {
+	f.Add(`{"spec":{"replicas":3}}`, `{"f:spec":{"f:replicas":{}}}`, "/spec/replicas", true, true)
+	f.Add(`{"data":{"password":"c2VjcmV0"}}`, ``, "/data/other", false, true)
+	f.Fuzz(func(t *testing.T, lastApplied, fields, pointer string, ssa, narrow bool) {
+		target := Target{Kind: "Secret", Namespace: "ns", Name: "s", Changed: []string{pointer}, NarrowByGit: narrow, LastApplied: lastApplied}
+		if ssa {
+			target.ManagedFields = []service.ManagedFieldsEntry{{Manager: FieldManager, Operation: "Apply", FieldsV1: []byte(fields)}}
+		}
+		d := Decide(service.Application{Name: "a", AutoSync: true, SelfHeal: true}, service.ArgoCDSettings{}, target, "how")
+		switch d.Cause {
+		case service.CausePolicy, service.CauseNotInGit:
+		default:
+			t.Fatalf("cause %q", d.Cause)
+		}
+		if !d.Level.Valid() || (len(lastApplied) > 8 && strings.Contains(d.Reason, lastApplied)) {
+			t.Fatalf("decision %+v", d)
+		}
+	})
+}
