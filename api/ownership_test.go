@@ -70,7 +70,9 @@ func TestOwnershipPaths(t *testing.T) {
 			if r.Application != c.app || r.Tracking != c.tracking || string(r.Level) != c.level || string(o.ArgoCD.Level) != c.level {
 				t.Errorf("resource = %+v (level %s), want app %s tracking %s level %s", r, o.ArgoCD.Level, c.app, c.tracking, c.level)
 			}
-			if r.Reason == "" || len(o.Notes) != 1 || !strings.Contains(o.Notes[0], c.app) || o.ArgoCD.Summary != "ArgoCD 관리 리소스 직접 변경" {
+			// The fixture cluster has no argocd-cm: a note says the defaults were assumed.
+			if r.Reason == "" || len(o.Notes) != 2 || !strings.Contains(o.Notes[0], "argocd-cm") ||
+				!strings.Contains(o.Notes[1], c.app) || o.ArgoCD.Summary != "ArgoCD 관리 리소스 직접 변경" {
 				t.Errorf("reason %q notes %v summary %q", r.Reason, o.Notes, o.ArgoCD.Summary)
 			}
 		})

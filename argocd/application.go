@@ -60,6 +60,13 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 	a.SelfHealPaused = a.SelfHeal && lastSyncAttemptFailed(spec, status)
 	d := appDecision(a)
 	a.Level, a.LevelReason = d.Level, d.Reason
+	// Each row's level, by the card's own rule, so the detail never
+	// disagrees with the approval card (argocd-cm's rules matter only for
+	// changed fields, which rows have none of).
+	for i, r := range a.Resources {
+		row := DecideRow(a, service.ArgoCDSettings{}, r)
+		a.Resources[i].RowLevel, a.Resources[i].RowCause, a.Resources[i].RowReason = row.Level, row.Cause, row.Reason
+	}
 	if a.SyncStatus == "" {
 		a.SyncStatus = "Unknown"
 	}

@@ -41,7 +41,7 @@ func TestRuleApplies(t *testing.T) {
 func TestIgnoresWithGlobRules(t *testing.T) {
 	app := service.Application{Name: "a", IgnoreDifferences: []service.IgnoreRule{
 		{Group: "*", Kind: "*", JSONPointers: []string{"/metadata/labels"}}}}
-	if v, _ := Ignores(app, "apps", "Deployment", "ns", "web", []string{"/metadata/labels/team"}); v != Ignored {
+	if v, _ := ignores(app.IgnoreDifferences, app.RespectIgnoreDifferences, "apps", "Deployment", "ns", "web", []string{"/metadata/labels/team"}); v != Ignored {
 		t.Errorf("'*' rule: %v", v)
 	}
 }

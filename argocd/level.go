@@ -75,15 +75,6 @@ func PolicyReason(a service.Application) string {
 	return "app " + a.Name + ": no auto-sync"
 }
 
-// ObjectLevel is how strongly the app reverts a change of the given fields
-// (JSON pointers) of one object it manages, with the reason in words.
-// Deprecated: use Decide, which also applies argocd-cm's rules, names the
-// cause and knows fields Git does not set; this is Decide without them.
-func ObjectLevel(a service.Application, group, kind, namespace, name string, changed []string, how string) (service.Level, string) {
-	d := Decide(a, service.ArgoCDSettings{}, Target{Group: group, Kind: kind, Namespace: namespace, Name: name, Changed: changed}, how)
-	return d.Level, d.Reason
-}
-
 // IgnoreVerdict says how an app's ignoreDifferences treat a change.
 type IgnoreVerdict int
 
@@ -95,14 +86,6 @@ const (
 	Ignored
 	IgnoredAndRespected
 )
-
-// Ignores decides whether every changed field (JSON pointers) is covered by
-// the app's ignoreDifferences jsonPointers for this object. Rules the code
-// cannot evaluate (jqPathExpressions, managedFieldsManagers) never cover;
-// unevaluated reports that such a rule applies to the object.
-func Ignores(a service.Application, group, kind, namespace, name string, changed []string) (v IgnoreVerdict, unevaluated bool) {
-	return ignores(a.IgnoreDifferences, a.RespectIgnoreDifferences, group, kind, namespace, name, changed)
-}
 
 // RuleApplies reports whether an ignoreDifferences rule applies to an object
 // as Argo CD decides it (util/argo/normalizers/diff_normalizer.go

@@ -27,12 +27,12 @@ func TestLevelsAndIgnores(t *testing.T) {
 		{nil, "web", NotIgnored},
 	}
 	for _, c := range cases {
-		if got, _ := Ignores(app, "apps", "Deployment", "ns", c.name, c.changed); got != c.want {
+		if got, _ := ignores(app.IgnoreDifferences, app.RespectIgnoreDifferences, "apps", "Deployment", "ns", c.name, c.changed); got != c.want {
 			t.Errorf("Ignores(%v on %s) = %v, want %v", c.changed, c.name, got, c.want)
 		}
 	}
 	app.RespectIgnoreDifferences = true
-	if v, _ := Ignores(app, "apps", "Deployment", "ns", "web", []string{"/spec/replicas"}); v != IgnoredAndRespected {
+	if v, _ := ignores(app.IgnoreDifferences, app.RespectIgnoreDifferences, "apps", "Deployment", "ns", "web", []string{"/spec/replicas"}); v != IgnoredAndRespected {
 		t.Error("RespectIgnoreDifferences not honoured")
 	}
 	strongest := []service.Level{service.LevelSelfHeal, service.LevelUnknown, service.LevelAutoSync, service.LevelManual, service.LevelNotReverted}
@@ -49,22 +49,22 @@ func TestLevelsAndIgnores(t *testing.T) {
 	}
 }
 
-// TestObjectLevelNamesUnevaluatedRules: a jq or managedFields rule that
+// TestDecideNamesUnevaluatedRules: a jq or managedFields rule that
 // applies to the object cannot be evaluated here, and the reason says so;
 // one for another object is not mentioned.
-func TestObjectLevelNamesUnevaluatedRules(t *testing.T) {
+func TestDecideNamesUnevaluatedRules(t *testing.T) {
 	app := service.Application{Name: "a", AutoSync: true, SelfHeal: true,
 		IgnoreDifferences: []service.IgnoreRule{{Group: "apps", Kind: "Deployment", HasUnevaluated: true},
 			{Group: "", Kind: "ConfigMap", HasUnevaluated: true, JSONPointers: []string{"/data"}}}}
-	level, reason := ObjectLevel(app, "apps", "Deployment", "ns", "web", []string{"/spec/replicas"}, "tracking annotation")
+	level, reason := objectLevel(app, "apps", "Deployment", "ns", "web", []string{"/spec/replicas"}, "tracking annotation")
 	if level != service.LevelSelfHeal || !strings.Contains(reason, "could not be evaluated") {
 		t.Errorf("deployment: %s, %q", level, reason)
 	}
-	level, reason = ObjectLevel(app, "", "Secret", "ns", "s", []string{"/data"}, "tracking annotation")
+	level, reason = objectLevel(app, "", "Secret", "ns", "s", []string{"/data"}, "tracking annotation")
 	if level != service.LevelSelfHeal || strings.Contains(reason, "could not be evaluated") {
 		t.Errorf("secret (no rule applies): %s, %q", level, reason)
 	}
-	level, reason = ObjectLevel(app, "", "ConfigMap", "ns", "c", []string{"/data/x"}, "tracking annotation")
+	level, reason = objectLevel(app, "", "ConfigMap", "ns", "c", []string{"/data/x"}, "tracking annotation")
 	if level != service.LevelAutoSync || !strings.Contains(reason, "could not be evaluated") {
 		t.Errorf("configmap (pointer covers, jq part unevaluated): %s, %q", level, reason)
 	}
@@ -76,4 +76,11 @@ func TestParsedAppCarriesPolicyLevel(t *testing.T) {
 	if !ok || a.Level != service.LevelSelfHeal || a.LevelReason != "app x: auto-sync with selfHeal" {
 		t.Errorf("parsed level %q reason %q", a.Level, a.LevelReason)
 	}
+}
+
+// objectLevel is Decide's level and reason without argocd-cm settings or
+// the not_in_git narrowing.
+func objectLevel(a service.Application, group, kind, namespace, name string, changed []string, how string) (service.Level, string) {
+	d := Decide(a, service.ArgoCDSettings{}, Target{Group: group, Kind: kind, Namespace: namespace, Name: name, Changed: changed}, how)
+	return d.Level, d.Reason
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kukie/gitops-server/argocd"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -72,6 +71,11 @@ func (d *Detector) detect(ctx context.Context, c service.Cluster, targets []serv
 	apps := d.readApplications(ctx, c, read, refresh)
 	if apps.err != nil {
 		d.skip(ctx, &out, apps.err)
+	}
+	if apps.notInstalled {
+		out.Notes = append(out.Notes, notInstalledNote(lang))
+	} else if apps.snap != nil && !apps.snap.Settings.Read && apps.snap.Settings.Note != "" {
+		out.Notes = append(out.Notes, settingsNote(lang, apps.snap.Settings.Note))
 	}
 	var found []managed
 	for _, t := range read {
@@ -138,16 +142,30 @@ type apps struct {
 	// note says, for the reasons of annotated resources, why Applications
 	// are missing ("" when they were read or not needed).
 	note string
-	err  error
+	// notInstalled is set when the cluster has no Application CRD: an
+	// answer (nothing there manages objects through local Applications),
+	// not a failure.
+	notInstalled bool
+	err          error
 }
 
-// readApplications reads the shared snapshot, only when some object
-// carries tracking metadata; LIMITED clusters cannot read Applications.
+// settings are the cluster's argocd-cm settings, or the defaults when the
+// snapshot was not read.
+func (a apps) settings() service.ArgoCDSettings {
+	if a.snap == nil {
+		return service.ArgoCDSettings{}
+	}
+	return a.snap.Settings
+}
+
+// readApplications reads the shared snapshot whenever some target exists
+// (an object Argo CD manages may carry no tracking metadata at all: it is
+// then found in an app's status.resources); LIMITED clusters cannot read
+// Applications. A cluster without Argo CD is an answer, not a skip.
 func (d *Detector) readApplications(ctx context.Context, c service.Cluster, read []target, refresh bool) apps {
 	needed := false
 	for _, t := range read {
-		needed = needed || (t.err == nil && t.info.Found && (t.info.Annotations[argocd.TrackingAnnotation] != "" ||
-			t.info.Labels[argocd.InstanceLabel] != ""))
+		needed = needed || (t.err == nil && t.info.Found)
 	}
 	switch {
 	case !needed:
@@ -160,6 +178,10 @@ func (d *Detector) readApplications(ctx context.Context, c service.Cluster, read
 		return apps{snap: s}
 	}
 	reason := service.ErrorReason(s.Err)
+	if reason == service.ReasonArgoCDNotInstalled {
+		return apps{note: "Argo CD is not installed in this cluster (no Application CRD), so no local app's sync policy can be read",
+			notInstalled: true}
+	}
 	if reason == "" || ctx.Err() != nil {
 		reason = budgetOr(ctx, "cluster_unreachable")
 	}
@@ -188,7 +210,7 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 		out.Unmanaged = append(out.Unmanaged, unmanaged(i, "object_not_found")) // a create
 		return managed{}, false
 	}
-	res, ok := classify(c, i, t.ref.ChangedFields, a)
+	res, ok := classify(c, i, t.ref, a)
 	if !ok {
 		out.Unmanaged = append(out.Unmanaged, unmanaged(i, res.Reason))
 		return managed{}, false

@@ -17,15 +17,23 @@ func warning(found []managed, at time.Time, lang string) *service.ArgoCDWarning 
 	}
 	w := &service.ArgoCDWarning{Summary: argocd.Summary, CheckedAt: at, Applications: []service.OwnershipApp{}}
 	seen := map[string]bool{}
-	for _, r := range found {
+	var deciding *managed // the first resource at the strongest level: its cause words the warning
+	for i, r := range found {
 		w.Resources = append(w.Resources, r.OwnershipResource)
-		w.Level = argocd.Strongest(w.Level, r.Level)
+		if argocd.Stronger(r.Level, w.Level) {
+			w.Level, deciding = r.Level, &found[i]
+		}
 		if r.app != nil && !seen[r.app.Namespace+"/"+r.app.Name] {
 			seen[r.app.Namespace+"/"+r.app.Name] = true
 			w.Applications = append(w.Applications, ownershipApp(*r.app))
 		}
 	}
-	w.Warning = argocd.Warning(w.Level, lang)
+	cause, manifestPaths := "", false
+	if deciding != nil {
+		cause = deciding.LevelCause
+		manifestPaths = deciding.app != nil && deciding.app.ManifestGeneratePaths
+	}
+	w.Warning = argocd.WarningFor(w.Level, cause, manifestPaths, lang)
 	return w
 }
 
@@ -78,6 +86,23 @@ func ownershipApp(a service.Application) service.OwnershipApp {
 		}
 	}
 	return o
+}
+
+// notInstalledNote says Argo CD is not installed in the cluster.
+func notInstalledNote(lang string) string {
+	if lang == "en" {
+		return "Argo CD is not installed in this cluster: no local app manages these resources"
+	}
+	return "이 클러스터에는 ArgoCD가 설치돼 있지 않다: 이 리소스들을 관리하는 로컬 앱이 없다"
+}
+
+// settingsNote says argocd-cm could not be read and the defaults applied;
+// why is the reader's English sentence.
+func settingsNote(lang, why string) string {
+	if lang == "en" {
+		return why
+	}
+	return "argocd-cm을 읽지 못해 ArgoCD 기본 설정(인스턴스 라벨, 추적 방식, installationID, 시스템 전체 ignoreDifferences)으로 판단했다"
 }
 
 // note is the line read tools get about a managed resource.

@@ -74,6 +74,13 @@ type AppResource struct {
 	Health          *string `json:"health"`
 	Hook            bool    `json:"hook"`
 	RequiresPruning bool    `json:"requires_pruning"`
+
+	// RowLevel, RowCause and RowReason are what a direct change to the
+	// row's object meets (argocd.DecideRow, the rule behind the approval
+	// card too), set when the app is parsed.
+	RowLevel  Level  `json:"-"`
+	RowCause  string `json:"-"`
+	RowReason string `json:"-"`
 }
 
 // AppCondition is one of status.conditions.

@@ -73,11 +73,12 @@ func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refres
 }
 
 // DetailResource is a status.resources row with the level a direct change
-// to it would meet (the app's policy level, the rule detection uses too).
+// to it would meet (the rule detection uses too), what decided it and why.
 type DetailResource struct {
 	AppResource
-	Level  Level  `json:"level"`
-	Reason string `json:"reason"`
+	Level      Level  `json:"level"`
+	LevelCause string `json:"level_cause"`
+	Reason     string `json:"reason"`
 }
 
 // AppConditions splits status.conditions: errors by Argo CD's "Error" type
@@ -116,7 +117,10 @@ func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID strin
 		OutOfSyncResources: []DetailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
 		Conditions: AppConditions{Errors: []AppCondition{}, Warnings: []AppCondition{}}}
 	for _, res := range app.Resources {
-		row := DetailResource{AppResource: res, Level: app.Level, Reason: app.LevelReason}
+		row := DetailResource{AppResource: res, Level: res.RowLevel, LevelCause: res.RowCause, Reason: res.RowReason}
+		if row.Level == "" { // an app not parsed by argocd.ParseApplication
+			row.Level, row.LevelCause, row.Reason = app.Level, CausePolicy, app.LevelReason
+		}
 		d.Resources = append(d.Resources, row)
 		if res.Status == "OutOfSync" {
 			d.OutOfSyncResources = append(d.OutOfSyncResources, row)
