@@ -55,7 +55,7 @@ type OwnershipResource struct {
 	Application string `json:"application"`
 	// Tracking is annotation or label (kept one release for old readers;
 	// Basis replaces it).
-	Tracking string `json:"tracking"`
+	Tracking string `json:"tracking,omitempty"`
 	// Basis is how the object was found to be managed (Basis* values);
 	// LevelCause what decided its level (Cause* values).
 	Basis      string `json:"basis,omitempty"`
