@@ -21,7 +21,7 @@ func (s stubApps) ListApplications(context.Context, service.Cluster) (service.Ap
 }
 
 // app parses an Application like the cluster holds it.
-func app(t *testing.T, name string, automated map[string]any, annotations map[string]any, resources ...map[string]any) service.Application {
+func app(t testing.TB, name string, automated map[string]any, annotations map[string]any, resources ...map[string]any) service.Application {
 	t.Helper()
 	rows := make([]any, len(resources))
 	for i, r := range resources {
@@ -41,7 +41,7 @@ func app(t *testing.T, name string, automated map[string]any, annotations map[st
 	return a
 }
 
-func detector(t *testing.T, objects map[string]service.ObjectInfo, reader service.ApplicationReader) *Detector {
+func detector(t testing.TB, objects map[string]service.ObjectInfo, reader service.ApplicationReader) *Detector {
 	t.Helper()
 	cache, err := service.NewSnapshotCache(reader, 8, time.Now, nil)
 	if err != nil {
