@@ -15,6 +15,10 @@ type Target struct {
 	// read here and never copied into a reason.
 	LastApplied   string
 	ManagedFields []service.ManagedFieldsEntry
+	// Hook and RequiresPruning are the flags of the app's status.resources
+	// row for the object (false when it lists none): the card and the
+	// detail row decide them by the same rule.
+	Hook, RequiresPruning bool
 }
 
 // Decision is the level a direct change meets, what decided it (a
@@ -31,15 +35,17 @@ type Decision struct {
 // causes apply, the first of skip_reconcile, ignore_differences,
 // not_in_git, self_heal_paused, policy names it, and the level is the
 // weakest any of them allows (each is a true upper bound). The app's own
-// ignoreDifferences and the system-wide rules of s are both applied. how
-// says how the object was found to be managed and starts the reason ("" for
-// none).
+// ignoreDifferences and the system-wide rules of s are both applied. An
+// object the app lists as a hook or as requiring pruning meets what its
+// detail row shows, whatever changed (rowDecision). how says how the object
+// was found to be managed and starts the reason ("" for none).
 func Decide(a service.Application, s service.ArgoCDSettings, t Target, how string) Decision {
 	base := appDecision(a)
-	base.Reason = join(how, base.Reason)
-	if base.Cause == service.CauseSkipReconcile {
-		return base
+	if d, ok := rowDecision(a, base, t); ok {
+		d.Reason = join(how, d.Reason)
+		return d
 	}
+	base.Reason = join(how, base.Reason)
 	rules := make([]service.IgnoreRule, 0, len(a.IgnoreDifferences)+len(s.IgnoreRules))
 	rules = append(append(rules, a.IgnoreDifferences...), s.IgnoreRules...)
 	verdict, unevaluated := ignores(rules, a.RespectIgnoreDifferences, t.Group, t.Kind, t.Namespace, t.Name, t.Changed)
@@ -108,23 +114,29 @@ func notInGit(t Target) (record string, ok bool) {
 }
 
 // DecideRow is Decide for a row of the app detail (status.resources; no
-// changed fields). Hooks are never compared after they ran, so never
-// reverted. A row that requires pruning is an extra object Argo CD would
-// delete, not revert: not_reverted with cause not_in_git, and the reason
-// says when prune would delete it.
+// changed fields), so a row never disagrees with the card.
 func DecideRow(a service.Application, s service.ArgoCDSettings, r service.AppResource) Decision {
-	base := appDecision(a)
+	return Decide(a, s, Target{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+		Hook: r.Hook, RequiresPruning: r.RequiresPruning}, "")
+}
+
+// rowDecision decides the objects whose status.resources row settles the
+// level whatever changed: skip-reconcile reverts nothing; hooks are never
+// compared after they ran, so never reverted; a row that requires pruning
+// is an extra object Argo CD would delete, not revert (not_reverted with
+// cause not_in_git, and the reason says when prune would delete it).
+func rowDecision(a service.Application, base Decision, t Target) (Decision, bool) {
 	switch {
 	case base.Cause == service.CauseSkipReconcile:
-		return base
-	case r.Hook:
+		return base, true
+	case t.Hook:
 		return Decision{service.LevelNotReverted, service.CausePolicy,
-			"app " + a.Name + ": a hook, which Argo CD runs during syncs and does not compare afterwards: not reverted"}
-	case r.RequiresPruning:
+			"app " + a.Name + ": a hook, which Argo CD runs during syncs and does not compare afterwards: not reverted"}, true
+	case t.RequiresPruning:
 		return Decision{service.LevelNotReverted, service.CauseNotInGit,
-			"app " + a.Name + ": no longer in Git (requires pruning); " + pruneWhen(a)}
+			"app " + a.Name + ": no longer in Git (requires pruning); " + pruneWhen(a)}, true
 	}
-	return Decide(a, s, Target{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, "")
+	return Decision{}, false
 }
 
 // pruneWhen says when Argo CD deletes an object that is no longer in Git

@@ -142,6 +142,31 @@ func TestDecideRow(t *testing.T) {
 	}
 }
 
+// TestCardOfHookAndPruneObjects: a change to an object the app lists as a
+// hook or as requiring pruning meets the level its detail row shows,
+// whatever its changed fields and their ignore rules say.
+func TestCardOfHookAndPruneObjects(t *testing.T) {
+	app := service.Application{Name: "web", AutoSync: true, SelfHeal: true, Prune: true, RespectIgnoreDifferences: true,
+		IgnoreDifferences: []service.IgnoreRule{{Group: "*", Kind: "*", JSONPointers: []string{"/metadata/labels"}}}}
+	for name, changed := range map[string][]string{
+		"Unknown": nil, "Ignored": {"/metadata/labels"}, "NotInGit": {"/spec/replicas"}, "InGit": {"/spec/template"}} {
+		for _, row := range []service.AppResource{
+			{Group: "batch", Kind: "Job", Namespace: "ns", Name: "migrate", Hook: true},
+			{Kind: "ConfigMap", Namespace: "ns", Name: "old", RequiresPruning: true},
+		} {
+			t.Run(name+"/"+row.Kind, func(t *testing.T) {
+				want := DecideRow(app, service.ArgoCDSettings{}, row)
+				d := Decide(app, service.ArgoCDSettings{}, Target{Group: row.Group, Kind: row.Kind, Namespace: row.Namespace,
+					Name: row.Name, Changed: changed, NarrowByGit: true, LastApplied: `{"spec":{"template":{}}}`,
+					Hook: row.Hook, RequiresPruning: row.RequiresPruning}, "tracking annotation")
+				if d.Level != want.Level || d.Cause != want.Cause || d.Reason != "tracking annotation; "+want.Reason {
+					t.Errorf("card %+v, row %+v", d, want)
+				}
+			})
+		}
+	}
+}
+
 // TestRowsAgreeWithParsedLevel: a plain row of the detail gets the app's
 // Level and LevelReason, so the list, the detail and the card agree.
 func TestRowsAgreeWithParsedLevel(t *testing.T) {

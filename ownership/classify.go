@@ -63,7 +63,7 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 				return res, true
 			}
 			res.Basis = service.BasisAnnotation
-			res.decide(*res.app, s, t, "tracking annotation")
+			res.decide(*res.app, s, t, i, "tracking annotation")
 			return res, true
 		}
 	}
@@ -86,7 +86,7 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 			}
 		} else if app := find(c, a.snap, ns, name); app != nil && lists(*app, i) {
 			res.Tracking, res.Basis, res.Application, res.appNamespace, res.app = "label", service.BasisLabel, app.Name, app.Namespace, app
-			res.decide(*app, s, t, "instance label confirmed by the app's status.resources")
+			res.decide(*app, s, t, i, "instance label confirmed by the app's status.resources")
 			return res, true
 		}
 	}
@@ -101,7 +101,7 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 		for _, app := range a.snap.Listing(i.Group, i.Kind, namespace, i.Name) {
 			cand := managed{OwnershipResource: res.OwnershipResource, app: &app, appNamespace: app.Namespace}
 			cand.Application, cand.Basis = app.Name, service.BasisStatusResources
-			cand.decide(app, s, t, "listed in the app's status.resources (no tracking metadata)")
+			cand.decide(app, s, t, i, "listed in the app's status.resources (no tracking metadata)")
 			if best == nil || argocd.Stronger(cand.Level, best.Level) {
 				best = &cand
 			}
@@ -114,8 +114,13 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 	return res, false
 }
 
-// decide sets the level, its cause and the reason from the app's rules.
-func (m *managed) decide(app service.Application, s service.ArgoCDSettings, t argocd.Target, how string) {
+// decide sets the level, its cause and the reason from the app's rules and
+// its status.resources row for the object (a hook, or an object to prune),
+// as the app detail's row does.
+func (m *managed) decide(app service.Application, s service.ArgoCDSettings, t argocd.Target, i service.ObjectInfo, how string) {
+	if r, ok := row(app, i); ok {
+		t.Hook, t.RequiresPruning = r.Hook, r.RequiresPruning
+	}
 	d := argocd.Decide(app, s, t, how)
 	m.Level, m.LevelCause, m.Reason = d.Level, d.Cause, d.Reason
 }
@@ -170,10 +175,16 @@ func find(c service.Cluster, snap *service.Snapshot, ns, name string) *service.A
 
 // lists reports whether the app's status.resources holds the object.
 func lists(a service.Application, i service.ObjectInfo) bool {
+	_, ok := row(a, i)
+	return ok
+}
+
+// row returns the app's status.resources row for the object, if it lists it.
+func row(a service.Application, i service.ObjectInfo) (service.AppResource, bool) {
 	for _, r := range a.Resources {
 		if r.Group == i.Group && r.Kind == i.Kind && r.Name == i.Name && (!i.Namespaced || r.Namespace == i.Namespace) {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return service.AppResource{}, false
 }
