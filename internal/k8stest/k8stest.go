@@ -42,11 +42,30 @@ const (
 type Options struct {
 	// ArgoCD installs the Application CRD and the fixture apps and workloads.
 	ArgoCD bool
+	// Extra are further fixture files of testdata, applied in order after
+	// the standard ones, each as its field manager asks.
+	Extra []FixtureFile
 	// TokenWebhookURL, when set, makes the API server authenticate bearer
 	// tokens it does not know through a TokenReview webhook
 	// (authentication.k8s.io/v1) at this URL (http:// allowed), with the
 	// success cache off; the EKS simulation in awsfake/ekssim uses it.
 	TokenWebhookURL string
+}
+
+// FixtureFile is a fixture file of testdata and how its objects are
+// written (managedFields record the manager and whether it applied
+// server-side, which ownership detection reads).
+type FixtureFile struct {
+	Name  string
+	Apply ApplyOptions
+}
+
+// ApplyOptions say who writes fixture objects: FieldManager ("" is
+// client-go's default) and, with ServerSide, a server-side apply (operation
+// Apply) instead of a create (operation Update).
+type ApplyOptions struct {
+	FieldManager string
+	ServerSide   bool
 }
 
 // Cluster is a running API server with its users.
@@ -167,14 +186,18 @@ func Start(opts Options) (*Cluster, error) {
 	if opts.ArgoCD {
 		files = append(files, "workloads.yaml", "applications.yaml")
 	}
+	all := make([]FixtureFile, 0, len(files)+len(opts.Extra))
 	for _, f := range files {
-		b, err := fixtures.ReadFile("testdata/" + f)
+		all = append(all, FixtureFile{Name: f})
+	}
+	for _, f := range append(all, opts.Extra...) {
+		b, err := fixtures.ReadFile("testdata/" + f.Name)
 		if err == nil {
-			err = c.Apply(context.Background(), b)
+			err = c.ApplyWith(context.Background(), b, f.Apply)
 		}
 		if err != nil {
 			_ = env.Stop()
-			return nil, fmt.Errorf("fixtures %s: %w", f, err)
+			return nil, fmt.Errorf("fixtures %s: %w", f.Name, err)
 		}
 	}
 	return c, nil
@@ -235,17 +258,26 @@ func (c *Cluster) Host() string { return c.env.Config.Host }
 
 // resources maps the kinds fixtures use to their API resources.
 var resources = map[string]schema.GroupVersionResource{
-	"Namespace":   {Version: "v1", Resource: "namespaces"},
-	"Service":     {Version: "v1", Resource: "services"},
-	"ConfigMap":   {Version: "v1", Resource: "configmaps"},
-	"Deployment":  {Group: "apps", Version: "v1", Resource: "deployments"},
-	"Role":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-	"RoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-	"Application": {Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+	"Namespace":                {Version: "v1", Resource: "namespaces"},
+	"Service":                  {Version: "v1", Resource: "services"},
+	"ConfigMap":                {Version: "v1", Resource: "configmaps"},
+	"Deployment":               {Group: "apps", Version: "v1", Resource: "deployments"},
+	"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"Application":              {Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+	"Job":                      {Group: "batch", Version: "v1", Resource: "jobs"},
+	"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
 }
 
 // Apply creates the objects of a multi-document YAML stream as the admin.
 func (c *Cluster) Apply(ctx context.Context, docs []byte) error {
+	return c.ApplyWith(ctx, docs, ApplyOptions{})
+}
+
+// ApplyWith writes the objects of a multi-document YAML stream as the
+// admin: created, or applied server-side (forcing conflicts, so an object
+// can be re-applied changed) when opts.ServerSide is set.
+func (c *Cluster) ApplyWith(ctx context.Context, docs []byte, opts ApplyOptions) error {
 	for _, doc := range bytes.Split(docs, []byte("\n---")) {
 		var obj map[string]any
 		if err := yaml.Unmarshal(doc, &obj); err != nil {
@@ -259,11 +291,15 @@ func (c *Cluster) Apply(ctx context.Context, docs []byte) error {
 		if !ok {
 			return fmt.Errorf("k8stest: no resource known for kind %q", u.GetKind())
 		}
-		var err error
+		var client dynamic.ResourceInterface = c.dyn.Resource(gvr)
 		if ns := u.GetNamespace(); ns != "" {
-			_, err = c.dyn.Resource(gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+			client = c.dyn.Resource(gvr).Namespace(ns)
+		}
+		var err error
+		if opts.ServerSide {
+			_, err = client.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: opts.FieldManager, Force: true})
 		} else {
-			_, err = c.dyn.Resource(gvr).Create(ctx, u, metav1.CreateOptions{})
+			_, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: opts.FieldManager})
 		}
 		if err != nil {
 			return fmt.Errorf("create %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
