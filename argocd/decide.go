@@ -123,8 +123,8 @@ func DecideRow(a service.Application, s service.ArgoCDSettings, r service.AppRes
 // rowDecision decides the objects whose status.resources row settles the
 // level whatever changed: skip-reconcile reverts nothing; hooks are never
 // compared after they ran, so never reverted; a row that requires pruning
-// is an extra object Argo CD would delete, not revert (not_reverted with
-// cause not_in_git, and the reason says when prune would delete it).
+// is an extra object Argo CD would delete, not revert (cause not_in_git,
+// the level by when prune deletes it, and the reason says when).
 func rowDecision(a service.Application, base Decision, t Target) (Decision, bool) {
 	switch {
 	case base.Cause == service.CauseSkipReconcile:
@@ -133,10 +133,25 @@ func rowDecision(a service.Application, base Decision, t Target) (Decision, bool
 		return Decision{service.LevelNotReverted, service.CausePolicy,
 			"app " + a.Name + ": a hook, which Argo CD runs during syncs and does not compare afterwards: not reverted"}, true
 	case t.RequiresPruning:
-		return Decision{service.LevelNotReverted, service.CauseNotInGit,
+		return Decision{pruneLevel(a), service.CauseNotInGit,
 			"app " + a.Name + ": no longer in Git (requires pruning); " + pruneWhen(a)}, true
 	}
 	return Decision{}, false
+}
+
+// pruneLevel is how surely a change to an object that requires pruning is
+// lost: it is not reverted but deleted, by an automated sync with prune —
+// soon with selfHeal (unless paused), else at the next Git change; without
+// automated prune it stays. A deletion loses the change as surely as a
+// revert, so the card warns as strongly.
+func pruneLevel(a service.Application) service.Level {
+	switch {
+	case a.AutoSync && a.Prune && a.SelfHeal && !a.SelfHealPaused:
+		return service.LevelSelfHeal
+	case a.AutoSync && a.Prune:
+		return service.LevelAutoSync
+	}
+	return service.LevelNotReverted
 }
 
 // pruneWhen says when Argo CD deletes an object that is no longer in Git

@@ -118,15 +118,16 @@ func TestDecideRow(t *testing.T) {
 		cause  string
 		reason string
 	}{
-		"Policy":          {app(true, true, false), row, service.LevelSelfHeal, service.CausePolicy, "app web: auto-sync with selfHeal"},
-		"PolicyManual":    {app(false, false, false), row, service.LevelManual, service.CausePolicy, "app web: no auto-sync"},
-		"Paused":          {paused, row, service.LevelAutoSync, service.CauseSelfHealPaused, "does not self-heal"},
-		"Skip":            {skip, row, service.LevelNotReverted, service.CauseSkipReconcile, "skip-reconcile"},
-		"SkipHook":        {skip, hook, service.LevelNotReverted, service.CauseSkipReconcile, "skip-reconcile"},
-		"Hook":            {app(true, true, true), hook, service.LevelNotReverted, service.CausePolicy, "hook"},
-		"PruneSoon":       {app(true, true, true), prune, service.LevelNotReverted, service.CauseNotInGit, "delete it soon"},
-		"PrunePaused":     {paused, prune, service.LevelNotReverted, service.CauseNotInGit, "delete it at the next sync"},
-		"PruneAtNextSync": {app(true, false, true), prune, service.LevelNotReverted, service.CauseNotInGit, "delete it at the next sync"},
+		"Policy":       {app(true, true, false), row, service.LevelSelfHeal, service.CausePolicy, "app web: auto-sync with selfHeal"},
+		"PolicyManual": {app(false, false, false), row, service.LevelManual, service.CausePolicy, "app web: no auto-sync"},
+		"Paused":       {paused, row, service.LevelAutoSync, service.CauseSelfHealPaused, "does not self-heal"},
+		"Skip":         {skip, row, service.LevelNotReverted, service.CauseSkipReconcile, "skip-reconcile"},
+		"SkipHook":     {skip, hook, service.LevelNotReverted, service.CauseSkipReconcile, "skip-reconcile"},
+		"Hook":         {app(true, true, true), hook, service.LevelNotReverted, service.CausePolicy, "hook"},
+		// Deleted rather than reverted: the card warns as strongly as a revert.
+		"PruneSoon":       {app(true, true, true), prune, service.LevelSelfHeal, service.CauseNotInGit, "delete it soon"},
+		"PrunePaused":     {paused, prune, service.LevelAutoSync, service.CauseNotInGit, "delete it at the next sync"},
+		"PruneAtNextSync": {app(true, false, true), prune, service.LevelAutoSync, service.CauseNotInGit, "delete it at the next sync"},
 		"PruneOff":        {app(true, true, false), prune, service.LevelNotReverted, service.CauseNotInGit, "does not prune"},
 		"PruneManual":     {app(false, false, false), prune, service.LevelNotReverted, service.CauseNotInGit, "a sync with prune deletes it"},
 		"NoChangedFieldsNoIgnore": {app(true, true, false), service.AppResource{Kind: "ConfigMap", Namespace: "ns", Name: "c"},
