@@ -212,8 +212,9 @@ var fidelityCases = []fidelityCase{
 		app: "skipped", basis: "annotation", level: "not_reverted", cause: "skip_reconcile", row: "skipped"},
 	{name: "HookRow", cluster: "fid", target: fidTarget("job", "fidelity", "migrate"),
 		app: "rows", basis: "annotation", level: "not_reverted", cause: "policy", row: "rows"},
+	// Automated prune with selfHeal deletes it soon: lost as surely as a revert.
 	{name: "PruneRow", cluster: "fid", target: fidConfigMap("leftover"),
-		app: "rows", basis: "annotation", level: "not_reverted", cause: "not_in_git", row: "rows"},
+		app: "rows", basis: "annotation", level: "self_heal", cause: "not_in_git", row: "rows"},
 	{name: "RowWithoutHealth", cluster: "fid", target: fidDeploy("fidelity", "rows-web"),
 		app: "rows", basis: "annotation", level: "self_heal", cause: "policy", row: "rows"},
 }
