@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -77,7 +78,7 @@ func managedFields(entries []metav1.ManagedFieldsEntry) []service.ManagedFieldsE
 	for _, e := range entries {
 		m := service.ManagedFieldsEntry{Manager: e.Manager, Operation: string(e.Operation)}
 		if e.FieldsV1 != nil {
-			m.FieldsV1 = e.FieldsV1.Raw
+			m.FieldsV1 = bytes.Clone(e.FieldsV1.GetRawBytes())
 		}
 		out = append(out, m)
 	}
