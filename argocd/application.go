@@ -5,6 +5,8 @@
 package argocd
 
 import (
+	"encoding/json"
+	"maps"
 	"strconv"
 	"time"
 
@@ -37,11 +39,13 @@ func ParseApplication(obj map[string]any, controlNamespace string) (service.Appl
 		Operation:     parseOperation(mapAt(status, "operationState")),
 		ReconciledAt:  timeAt(status, "reconciledAt"),
 		Resources:     parseResources(status),
+		Sync:          parseSync(status),
 		Conditions:    parseConditions(status),
 		History:       parseHistory(status),
 	}
 	a.ID = service.AppID(a.Name, a.Namespace, controlNamespace)
 	a.IgnoreDifferences = parseIgnoreDifferences(spec)
+	a.HydratedSource = hydratedSource(spec)
 	for _, opt := range sliceAt(mapAt(spec, "syncPolicy"), "syncOptions") {
 		// Argo CD matches sync options exactly.
 		if s, ok := opt.(string); ok && s == "RespectIgnoreDifferences=true" {
@@ -115,18 +119,72 @@ func parseSources(spec map[string]any) []service.AppSource {
 	} else if one, ok := spec["source"].(map[string]any); ok {
 		raw = []any{one}
 	}
+	return sourcesOf(raw)
+}
+
+// sourcesOf reads source objects, keeping each whole (repoURL without
+// credentials) for rendering.
+func sourcesOf(raw []any) []service.AppSource {
 	out := []service.AppSource{}
 	for _, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
 			continue
 		}
-		out = append(out, service.AppSource{
+		src := service.AppSource{
 			RepoURL: service.StripRepoCredentials(str(m, "repoURL")), Path: str(m, "path"), Chart: str(m, "chart"),
-			TargetRevision: str(m, "targetRevision"),
-		})
+			TargetRevision: str(m, "targetRevision"), Ref: str(m, "ref"),
+		}
+		clean := maps.Clone(m)
+		if _, has := clean["repoURL"]; has {
+			clean["repoURL"] = src.RepoURL
+		}
+		if spec, err := json.Marshal(clean); err == nil {
+			src.Spec = spec
+		}
+		out = append(out, src)
 	}
 	return out
+}
+
+// parseSync reads status.sync: the revision(s) and the compared source(s)
+// (upstream SyncStatus.ComparedTo in pkg/apis/application/v1alpha1/types.go).
+func parseSync(status map[string]any) service.AppSync {
+	sync := mapAt(status, "sync")
+	out := service.AppSync{Revision: str(sync, "revision"), Revisions: []string{}}
+	for _, r := range sliceAt(sync, "revisions") {
+		if s, ok := r.(string); ok {
+			out.Revisions = append(out.Revisions, s)
+		}
+	}
+	compared := mapAt(sync, "comparedTo")
+	if list := sliceAt(compared, "sources"); len(list) > 0 {
+		out.ComparedTo = sourcesOf(list)
+	} else if one, ok := compared["source"].(map[string]any); ok && len(one) > 0 {
+		out.ComparedTo = sourcesOf([]any{one})
+	}
+	return out
+}
+
+// hydratedSource is a spec.sourceHydrator app's hydrated branch
+// (syncSource.targetBranch and path, in the sync source's repository or
+// else the dry source's), rendered as a plain directory; nil otherwise.
+func hydratedSource(spec map[string]any) *service.AppSource {
+	h := mapAt(spec, "sourceHydrator")
+	if h == nil {
+		return nil
+	}
+	dry, sync := mapAt(h, "drySource"), mapAt(h, "syncSource")
+	repo := str(sync, "repoURL")
+	if repo == "" {
+		repo = str(dry, "repoURL")
+	}
+	src := sourcesOf([]any{map[string]any{"repoURL": repo, "path": str(sync, "path"), "targetRevision": str(sync, "targetBranch"),
+		"directory": map[string]any{}}})
+	if len(src) == 0 {
+		return nil
+	}
+	return &src[0]
 }
 
 func parseIgnoreDifferences(spec map[string]any) []service.IgnoreRule {

@@ -3,6 +3,7 @@ package argocd
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kukie/gitops-server/service"
@@ -189,9 +190,15 @@ func TestParseSourceHydrator(t *testing.T) {
 		"source":{"repoURL":"https://g/ignored"},
 		"sourceHydrator":{"drySource":{"repoURL":"https://user:tok@github.com/o/dry","path":"apps/web","targetRevision":"HEAD"},
 		  "syncSource":{"targetBranch":"env/prod","path":"prod/web"}}}}`)
-	want := []service.AppSource{{RepoURL: "https://github.com/o/dry", Path: "apps/web", TargetRevision: "HEAD"}}
+	want := []service.AppSource{{RepoURL: "https://github.com/o/dry", Path: "apps/web", TargetRevision: "HEAD",
+		Spec: json.RawMessage(`{"path":"apps/web","repoURL":"https://github.com/o/dry","targetRevision":"HEAD"}`)}}
 	if !ok || !reflect.DeepEqual(a.Sources, want) {
 		t.Errorf("sources = %+v, want %+v", a.Sources, want)
+	}
+	// The hydrated branch is what the repo tab renders, as a plain directory.
+	if h := a.HydratedSource; h == nil || h.RepoURL != "https://github.com/o/dry" || h.Path != "prod/web" ||
+		h.TargetRevision != "env/prod" || strings.Contains(string(h.Spec), "tok") {
+		t.Errorf("hydrated source = %+v", h)
 	}
 	b, _ := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{"source":{"repoURL":"https://g/r"},"sourceHydrator":"x"}}`)
 	if len(b.Sources) != 1 || b.Sources[0].RepoURL != "https://g/r" {
@@ -204,5 +211,30 @@ func TestParseResourceHealthAbsent(t *testing.T) {
 		{"kind":"Deployment","name":"web"},{"kind":"Service","name":"web","health":{"status":"Healthy"}}]}}`)
 	if len(a.Resources) != 2 || a.Resources[0].Health != nil || a.Resources[1].Health == nil || *a.Resources[1].Health != "Healthy" {
 		t.Errorf("resources = %+v", a.Resources)
+	}
+}
+
+// status.sync's revision(s) and compared source(s) are what the repo tab
+// renders; credentials never survive into a source's spec.
+func TestParseSync(t *testing.T) {
+	a, ok := parse(t, `{"metadata":{"name":"a","namespace":"argocd"},"spec":{
+		"source":{"repoURL":"https://u:ghp_tok@github.com/o/r","path":"apps/web","helm":{"valueFiles":["v.yaml"]}}},
+		"status":{"sync":{"status":"Synced","revision":"abc123",
+		  "comparedTo":{"source":{"repoURL":"https://u:ghp_tok@github.com/o/r","path":"apps/web","targetRevision":"main"}}}}}`)
+	if !ok || a.Sync.Revision != "abc123" || len(a.Sync.ComparedTo) != 1 || a.Sync.ComparedTo[0].TargetRevision != "main" {
+		t.Fatalf("sync = %+v", a.Sync)
+	}
+	for _, spec := range []json.RawMessage{a.Sync.ComparedTo[0].Spec, a.Sources[0].Spec} {
+		if strings.Contains(string(spec), "ghp_tok") || !strings.Contains(string(spec), "github.com/o/r") {
+			t.Errorf("spec %s", spec)
+		}
+	}
+	if !strings.Contains(string(a.Sources[0].Spec), `"valueFiles":["v.yaml"]`) {
+		t.Errorf("source spec lost its helm settings: %s", a.Sources[0].Spec)
+	}
+	m, _ := parse(t, `{"metadata":{"name":"m","namespace":"argocd"},"spec":{"sources":[{"repoURL":"https://g/r"},{"repoURL":"https://g/v","ref":"values"}]},
+		"status":{"sync":{"revisions":["r1","r2"],"comparedTo":{"sources":[{"repoURL":"https://g/r"},{"repoURL":"https://g/v","ref":"values"}]}}}}`)
+	if len(m.Sync.Revisions) != 2 || len(m.Sync.ComparedTo) != 2 || m.Sync.ComparedTo[1].Ref != "values" || m.Sources[1].Ref != "values" {
+		t.Errorf("multi-source sync = %+v sources %+v", m.Sync, m.Sources)
 	}
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,22 @@ type AppSource struct {
 	Path           string `json:"path"`
 	Chart          string `json:"chart"`
 	TargetRevision string `json:"target_revision"`
+	// Ref names a multi-source app's values source ($<ref>/... value files).
+	Ref string `json:"-"`
+	// Spec is the whole source object as the Application holds it (its
+	// repoURL without credentials): what rendering reads (directory,
+	// kustomize and helm settings).
+	Spec json.RawMessage `json:"-"`
+}
+
+// AppSync is what status.sync says Argo CD last compared: the revision(s)
+// and the source(s) as they were then (status.sync.comparedTo), which the
+// repo tab renders so it shows what the app applies.
+type AppSync struct {
+	Revision  string
+	Revisions []string
+	// ComparedTo are the compared sources (empty when status is empty).
+	ComparedTo []AppSource
 }
 
 // AppDestination is where an Application deploys to.
@@ -140,6 +157,13 @@ type Application struct {
 	// RespectIgnoreDifferences is set by the sync option of that name.
 	IgnoreDifferences        []IgnoreRule `json:"-"`
 	RespectIgnoreDifferences bool         `json:"-"`
+
+	// Sync is status.sync's revision(s) and compared source(s).
+	Sync AppSync `json:"-"`
+	// HydratedSource is, for a spec.sourceHydrator app, the hydrated branch
+	// (syncSource.targetBranch and path) rendered as a plain directory; nil
+	// otherwise.
+	HydratedSource *AppSource `json:"-"`
 
 	// SkipReconcile is set by the annotation argocd.argoproj.io/skip-reconcile
 	// (true): the controller ignores the app and reverts nothing.
