@@ -1,0 +1,195 @@
+package service
+
+import (
+	"encoding/json"
+	"path"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxRepoFolders is how many folders a repo tree lists.
+const MaxRepoFolders = 10000
+
+// How an app uses a folder of the connected repository.
+const (
+	ViaSourcePath        = "source_path"        // the folder is a source's path
+	ViaKustomizeResource = "kustomize_resource" // pulled in by the app's kustomization (resources, components, patches)
+	ViaHelmValueFile     = "helm_value_file"    // holds one of the app's Helm value files
+)
+
+// FolderApp is an app that uses a folder, and how.
+type FolderApp struct {
+	AppID string `json:"app_id"`
+	Name  string `json:"name"`
+	Via   string `json:"via"`
+}
+
+// RepoFolder is one folder of the repository with the apps that use it
+// (none: an empty list).
+type RepoFolder struct {
+	Path string      `json:"path"`
+	Apps []FolderApp `json:"apps"`
+}
+
+// kustomizationNames are the file names kustomize reads, in its order.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// maxKustomizeDepth bounds how deep kustomizations referencing others are
+// followed (cycles end there too).
+const maxKustomizeDepth = 8
+
+// RepoFolders lists the folders of a repository tree (file paths, "/"
+// separated, relative to the root), under prefix when not "", and links
+// each to the apps that use it: a source's path in this repository, the
+// folders and files its kustomization pulls in, and the folders of its Helm
+// value files (including "$ref/..." files of multi-source apps whose ref
+// source is this repository). Only sources whose repository is repoURL
+// count. At most MaxRepoFolders folders (truncated then).
+func RepoFolders(files map[string][]byte, prefix string, apps []Application, repoURL string) (folders []RepoFolder, truncated bool) {
+	prefix = strings.Trim(prefix, "/")
+	dirs := map[string]bool{}
+	for f := range files {
+		for d := path.Dir(f); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	if prefix == "" {
+		dirs["."] = true
+	}
+	links := map[string][]FolderApp{}
+	link := func(dir string, a Application, via string) {
+		dir = path.Clean(dir)
+		if dir == "" {
+			dir = "."
+		}
+		for _, l := range links[dir] {
+			if l.AppID == a.ID && l.Via == via {
+				return
+			}
+		}
+		links[dir] = append(links[dir], FolderApp{AppID: a.ID, Name: a.Name, Via: via})
+	}
+	want := NormalizeRepoURL(repoURL)
+	for _, a := range apps {
+		refs := map[string]bool{} // ref names whose source is this repository
+		for _, src := range a.Sources {
+			if src.Ref != "" && NormalizeRepoURL(src.RepoURL) == want {
+				refs[src.Ref] = true
+			}
+		}
+		for _, src := range a.Sources {
+			here := NormalizeRepoURL(src.RepoURL) == want
+			if here && src.Chart == "" && src.Ref == "" || here && src.Path != "" {
+				dir := path.Clean(strings.Trim(src.Path, "/"))
+				link(dir, a, ViaSourcePath)
+				for _, d := range kustomizeDirs(files, dir, 0, map[string]bool{}) {
+					if d != dir {
+						link(d, a, ViaKustomizeResource)
+					}
+				}
+			}
+			for _, vf := range helmValueFiles(src.Spec) {
+				if ref, rest, ok := strings.Cut(vf, "/"); ok && strings.HasPrefix(ref, "$") {
+					if refs[strings.TrimPrefix(ref, "$")] {
+						link(path.Dir(path.Clean(rest)), a, ViaHelmValueFile)
+					}
+					continue
+				}
+				if here {
+					link(path.Dir(path.Join(strings.Trim(src.Path, "/"), vf)), a, ViaHelmValueFile)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		if prefix == "" || d == prefix || strings.HasPrefix(d, prefix+"/") {
+			names = append(names, d)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > MaxRepoFolders {
+		names, truncated = names[:MaxRepoFolders], true
+	}
+	folders = make([]RepoFolder, 0, len(names))
+	for _, d := range names {
+		apps := links[d]
+		if apps == nil {
+			apps = []FolderApp{}
+		}
+		folders = append(folders, RepoFolder{Path: d, Apps: apps})
+	}
+	return folders, truncated
+}
+
+// kustomizeDirs returns the folders a kustomization in dir pulls in —
+// itself, its resources and components (folders, or the folder of a file),
+// its patch files — following referenced kustomizations. Remote resources
+// (URLs) are not folders of this repository and are left out.
+func kustomizeDirs(files map[string][]byte, dir string, depth int, seen map[string]bool) []string {
+	if depth > maxKustomizeDepth || seen[dir] {
+		return nil
+	}
+	seen[dir] = true
+	var body []byte
+	for _, name := range kustomizationNames {
+		if b, ok := files[path.Join(dir, name)]; ok {
+			body = b
+			break
+		}
+	}
+	if body == nil {
+		return nil
+	}
+	var k struct {
+		Resources             []string `json:"resources"`
+		Bases                 []string `json:"bases"`
+		Components            []string `json:"components"`
+		PatchesStrategicMerge []string `json:"patchesStrategicMerge"`
+		Patches               []struct {
+			Path string `json:"path"`
+		} `json:"patches"`
+	}
+	if yaml.Unmarshal(body, &k) != nil {
+		return []string{dir}
+	}
+	out := []string{dir}
+	refs := slices.Concat(k.Resources, k.Bases, k.Components, k.PatchesStrategicMerge)
+	for _, p := range k.Patches {
+		refs = append(refs, p.Path)
+	}
+	for _, r := range refs {
+		if r == "" || strings.Contains(r, "://") || strings.HasPrefix(r, "git@") {
+			continue
+		}
+		target := path.Join(dir, r)
+		if strings.HasPrefix(target, "..") {
+			continue // outside the repository
+		}
+		if _, isFile := files[target]; isFile {
+			out = append(out, path.Dir(target))
+			continue
+		}
+		out = append(out, target)
+		out = append(out, kustomizeDirs(files, target, depth+1, seen)...)
+	}
+	return out
+}
+
+// helmValueFiles reads helm.valueFiles of a source's spec.
+func helmValueFiles(spec json.RawMessage) []string {
+	if len(spec) == 0 {
+		return nil
+	}
+	var s struct {
+		Helm struct {
+			ValueFiles []string `json:"valueFiles"`
+		} `json:"helm"`
+	}
+	if json.Unmarshal(spec, &s) != nil {
+		return nil
+	}
+	return s.Helm.ValueFiles
+}
