@@ -43,6 +43,8 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/reconcile", handler: clusterJob(d.Logger, d.Registrations.Reconcile), roles: admins, humanOnly: true},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/can-i", handler: handleCanI(d.Logger, d.AccessReviews)},
 		{method: "PUT", pattern: "/v1/clusters/{cluster_id}/gitops-repo", handler: handleGitOpsRepoPut(d.Logger, d.Clusters), roles: admins, humanOnly: true},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/gitops-repo/tree", handler: handleRepoTree(d.Logger, d.RepoView)},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/gitops-repo/file", handler: handleRepoFile(d.Logger, d.RepoView)},
 
 		{method: "GET", pattern: "/v1/aws/onboarding", handler: handleOnboarding(d.Logger, d.Accounts), roles: people},
 		{method: "POST", pattern: "/v1/aws/accounts", handler: handleAccountCreate(d.Logger, d.Accounts), roles: admins, humanOnly: true},
@@ -59,6 +61,9 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}", handler: handleAppDetail(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/kukie-history", handler: handleKukieHistory(d.Logger, d.ArgoCD)},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/ownership", handler: handleOwnership(d.Logger, d.ArgoCD)},
+
+		{method: "POST", pattern: "/v1/tools/repo_tree", handler: handleToolRepoTree(d.Logger, d.RepoView), roles: agentOnly},
+		{method: "POST", pattern: "/v1/tools/repo_file", handler: handleToolRepoFile(d.Logger, d.RepoView), roles: agentOnly},
 
 		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},
 		{method: "GET", pattern: "/v1/plans", handler: handlePlanList(d.Logger, d.Plans)},

@@ -28,6 +28,8 @@ type Deps struct {
 	// history; Webhook takes SNS deliveries (nil: AWS not configured).
 	Switches *service.Switches
 	Webhook  *service.Webhook
+	// RepoView serves the repo tab and the read tools (nil: not configured).
+	RepoView *service.RepoView
 	Metrics  *Metrics
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration

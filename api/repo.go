@@ -1,0 +1,91 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// errRepoTabOff answers when the server has no repo tab configured.
+func errRepoTabOff() error {
+	return service.ReasonError(service.EUPSTREAM, service.ReasonRepoUnreachable, "The repository cannot be read from this server.")
+}
+
+// handleRepoTree lists the connected repository's folders with the apps
+// that use them.
+func handleRepoTree(log *slog.Logger, view *service.RepoView) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if view == nil {
+			writeError(w, r, log, errRepoTabOff())
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		q := r.URL.Query()
+		t, err := view.Tree(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("ref"), q.Get("path"))
+		reply(w, r, log, t, err)
+	})
+}
+
+// handleRepoFile answers one file of the connected repository, masked.
+func handleRepoFile(log *slog.Logger, view *service.RepoView) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if view == nil {
+			writeError(w, r, log, errRepoTabOff())
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		q := r.URL.Query()
+		f, err := view.File(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("path"), q.Get("ref"))
+		reply(w, r, log, f, err)
+	})
+}
+
+// handleToolRepoTree is the agent's repo_tree read tool.
+func handleToolRepoTree(log *slog.Logger, view *service.RepoView) http.Handler {
+	type request struct {
+		ClusterID string `json:"cluster_id"`
+		Ref       string `json:"ref"`
+		Path      string `json:"path"`
+	}
+	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
+		in, err := decode[request](r)
+		if err != nil {
+			return service.ToolAnswer{}, err
+		}
+		return view.TreeTool(r.Context(), p, in.ClusterID, in.Ref, in.Path, warningLanguage(r))
+	})
+}
+
+// handleToolRepoFile is the agent's repo_file read tool.
+func handleToolRepoFile(log *slog.Logger, view *service.RepoView) http.Handler {
+	type request struct {
+		ClusterID string `json:"cluster_id"`
+		Path      string `json:"path"`
+		Ref       string `json:"ref"`
+	}
+	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
+		in, err := decode[request](r)
+		if err != nil {
+			return service.ToolAnswer{}, err
+		}
+		return view.FileTool(r.Context(), p, in.ClusterID, in.Path, in.Ref, warningLanguage(r))
+	})
+}
+
+// toolHandler runs a read tool: its answer is 200 with text, failures the
+// model should read included; only malformed requests, auth and tenancy
+// are problems.
+func toolHandler(log *slog.Logger, view *service.RepoView, run func(*http.Request, service.Principal) (service.ToolAnswer, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		if view == nil {
+			encode(w, http.StatusOK, service.ToolAnswer{Text: service.ErrorMessage(errRepoTabOff())})
+			return
+		}
+		a, err := run(r, p)
+		reply(w, r, log, a, err)
+	})
+}
