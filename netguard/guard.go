@@ -106,11 +106,13 @@ func newGuard(allowedPrivateHosts []string, proxy *httpproxy.Config, r resolver)
 }
 
 // proxyAddr is the host:port the HTTP transport dials for a proxy setting,
-// parsed as httpproxy does (a bare host:port means http).
+// parsed as httpproxy parses it (a bare host:port means http).
 func proxyAddr(setting string) (string, error) {
 	u, err := url.Parse(setting)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h") {
-		u, err = url.Parse("http://" + setting)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		if fallback, ferr := url.Parse("http://" + setting); ferr == nil {
+			u, err = fallback, nil
+		}
 	}
 	if err != nil || u.Hostname() == "" {
 		// The setting may hold a password: do not repeat it.

@@ -59,6 +59,9 @@ func splitRepoURL(raw string) (scheme, host string, err error) {
 			return "", "", &RefusedError{Reason: "the URL does not parse"}
 		}
 		scheme = strings.ToLower(u.Scheme)
+		if scheme != "https" && scheme != "http" && scheme != "ssh" {
+			return "", "", &RefusedError{Reason: "scheme " + strconv.Quote(scheme) + " is not allowed; use https or ssh"}
+		}
 		if u.User != nil {
 			if _, hasPassword := u.User.Password(); hasPassword || scheme != "ssh" {
 				return "", "", &RefusedError{Host: u.Hostname(), Reason: "credentials belong in the connection's auth, not in the URL"}
