@@ -1,0 +1,26 @@
+// Package mask hides secret values in repository files and rendered manifests
+// before anything leaves the server (issue 11, "Secret masking").
+//
+// A Masker combines three sources of judgement:
+//   - Kubernetes Secrets: every data/stringData value becomes the one fixed
+//     Marker, whatever its length, so neither the value nor its size leaks;
+//     the keys stay visible.
+//   - Key names: a value whose key looks secret (password, secret, token, api
+//     key, private key, credentials, client secret, connection strings, ...),
+//     including env entries written as name/value pairs, is replaced by Marker.
+//   - Value shapes: gitleaks v8's default rule set (cloud keys, Git host
+//     tokens, JWTs, generic high-entropy assignments) plus private-key blocks
+//     and passwords inside URLs, wherever they appear — in values, keys,
+//     comments, and nested formats held in values (properties, env, YAML-ish
+//     lines and JSON inside block scalars).
+//
+// Already-encrypted forms — a SealedSecret's spec.encryptedData, SOPS ENC[...]
+// values and the sops: metadata — are left exactly as they are and reported
+// through Result.Encrypted.
+//
+// YAML and JSON files are masked through go.yaml.in/yaml/v3's node tree, which
+// keeps comments and key order (YAML is re-indented to two spaces, JSON is
+// pretty-printed). Anything that does not parse — Helm templates with {{ }},
+// env and properties files, scripts — is masked line by line. Masking never
+// panics; when in doubt it masks more, not less.
+package mask

@@ -1,0 +1,137 @@
+package mask
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/logging"
+)
+
+// Marker replaces every masked value. It is the same for every value so that
+// neither the value nor its length can be inferred from the output.
+const Marker = "<masked>"
+
+// Result is one masked file or manifest stream.
+type Result struct {
+	// Content is the masked text, safe to show to a person or a model.
+	Content []byte
+	// Masked counts the values replaced by Marker.
+	Masked int
+	// Encrypted reports that the content holds ciphertext shown as it is
+	// (SealedSecret spec.encryptedData, SOPS ENC[...] values or sops: metadata).
+	Encrypted bool
+}
+
+// Masker masks secrets in files and rendered manifests. It is safe for
+// concurrent use; build one at start-up with New and share it.
+type Masker struct {
+	detector *detect.Detector
+}
+
+// gitleaksDetector builds gitleaks' detector once per process:
+// detect.NewDetectorDefaultConfig reads its rules through viper's global
+// instance and gitleaks logs through the global logging.Logger, so both writes
+// must happen exactly once, before any scan. After construction a Detector's
+// DetectString only reads its rules (regexps, an Aho-Corasick trie, allowlists)
+// and adds to an atomic byte counter, so one detector serves all goroutines.
+var gitleaksDetector = sync.OnceValues(func() (*detect.Detector, error) {
+	logging.Logger = zerolog.Nop()
+	d, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		return nil, fmt.Errorf("mask: gitleaks default config: %w", err)
+	}
+	// No decoding passes: decoded findings append to shared rule tags, which
+	// is not safe across goroutines.
+	d.MaxDecodeDepth = 0
+	return d, nil
+})
+
+// New returns a Masker using gitleaks v8's default rule set. The detector is
+// built once per process and shared by every Masker.
+func New() (*Masker, error) {
+	d, err := gitleaksDetector()
+	if err != nil {
+		return nil, err
+	}
+	return &Masker{detector: d}, nil
+}
+
+// File masks a repository file. path chooses the format: .yaml, .yml and .json
+// files are masked structurally (falling back to line by line when they do not
+// parse or hold template actions); every other file is masked line by line.
+func (m *Masker) File(filePath string, content []byte) Result {
+	switch strings.ToLower(path.Ext(filePath)) {
+	case ".yaml", ".yml":
+		return m.mask(content, formatYAML)
+	case ".json":
+		return m.mask(content, formatJSON)
+	default:
+		return m.mask(content, formatText)
+	}
+}
+
+// Manifests masks rendered multi-document YAML, such as a Helm or kustomize
+// render of an app.
+func (m *Masker) Manifests(yaml []byte) Result {
+	return m.mask(yaml, formatYAML)
+}
+
+type format int
+
+const (
+	formatText format = iota
+	formatYAML
+	formatJSON
+)
+
+// mask runs one masking pass. A panic anywhere in parsing or emitting falls
+// back to line-by-line masking of the original, and a panic there yields
+// nothing but the marker: no input can make masking fail open.
+func (m *Masker) mask(content []byte, f format) (res Result) {
+	defer func() {
+		if recover() != nil {
+			res = Result{Content: []byte(Marker + "\n"), Masked: 1}
+		}
+	}()
+	text := string(content)
+	if f != formatText && !strings.Contains(text, "{{") {
+		if r, ok := m.maskStructured(text, f == formatJSON); ok {
+			return r
+		}
+	}
+	return m.maskLines(text)
+}
+
+// secrets runs gitleaks over each text and returns the distinct secrets found,
+// longest first so that a secret containing another is replaced whole.
+func (m *Masker) secrets(texts ...string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range texts {
+		if t == "" {
+			continue
+		}
+		for _, f := range m.detector.DetectString(t) {
+			if f.RuleID == "private-key" {
+				continue // privateKeyBlock masks the body and keeps BEGIN and END
+			}
+			s := strings.Trim(f.Secret, "\n")
+			if len(s) < minSecretLen || seen[s] || strings.Contains(Marker, s) {
+				continue
+			}
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// minSecretLen keeps gitleaks findings too short to be credentials from
+// blanking ordinary text everywhere they occur.
+const minSecretLen = 6

@@ -1,0 +1,339 @@
+package mask
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// maskStructured masks YAML or JSON through its node tree. It reports false
+// when the text does not parse or cannot be written back, and the caller then
+// masks it line by line.
+func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) {
+	defer func() {
+		if recover() != nil {
+			res, ok = Result{}, false
+		}
+	}()
+	docs, err := parseDocs(text)
+	if err != nil || len(docs) == 0 && strings.TrimSpace(text) != "" {
+		return Result{}, false
+	}
+	p := &pass{secrets: m.secrets(text, rewrittenScalars(docs))}
+	for _, d := range docs {
+		p.walk(d, false, 0)
+	}
+	var out []byte
+	if asJSON {
+		out, err = emitJSON(docs)
+	} else {
+		out, err = emitYAML(docs)
+	}
+	if err != nil {
+		return Result{}, false
+	}
+	return Result{Content: out, Masked: p.masked, Encrypted: p.encrypted}, true
+}
+
+func parseDocs(text string) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	var docs []*yaml.Node
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, &n)
+	}
+}
+
+func emitYAML(docs []*yaml.Node) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			return nil, err
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// rewrittenScalars joins the scalars whose parsed text differs from how it
+// is written (quoted with escapes, folded, or spread over lines), so that
+// gitleaks also sees the values as they are meant.
+func rewrittenScalars(docs []*yaml.Node) string {
+	var b strings.Builder
+	var visit func(n *yaml.Node, depth int)
+	visit = func(n *yaml.Node, depth int) {
+		if n == nil || depth > maxDepth {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && (n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n")) {
+			b.WriteString(n.Value)
+			b.WriteByte('\n')
+		}
+		for _, c := range n.Content {
+			visit(c, depth+1)
+		}
+	}
+	for _, d := range docs {
+		visit(d, 0)
+	}
+	return b.String()
+}
+
+// maxDepth bounds recursion over nodes; deeper content is masked whole.
+const maxDepth = 200
+
+// walk masks a node. inSecret marks content under a secret-looking key, where
+// every scalar leaf is a secret unless its key only names or locates one.
+func (p *pass) walk(n *yaml.Node, inSecret bool, depth int) {
+	if n == nil {
+		return
+	}
+	if depth > maxDepth {
+		p.setMarker(n)
+		return
+	}
+	p.comments(n)
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if inSecret && n.Kind == yaml.SequenceNode {
+				p.secretValue(c, depth+1)
+				continue
+			}
+			p.walk(c, inSecret, depth+1)
+		}
+	case yaml.MappingNode:
+		p.mapping(n, inSecret, depth)
+	case yaml.ScalarNode:
+		p.scalar(n)
+	}
+	// An alias's target is masked where the anchor is defined.
+}
+
+func (p *pass) comments(n *yaml.Node) {
+	for _, c := range []*string{&n.HeadComment, &n.LineComment, &n.FootComment} {
+		if *c != "" {
+			*c = p.text(*c, false)
+		}
+	}
+}
+
+// mapping masks a mapping's keys and values: a Secret's data, a SealedSecret's
+// ciphertext, SOPS metadata, secret-looking keys and env-style name/value pairs.
+func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
+	kind, apiVersion, name := field(n, "kind"), field(n, "apiVersion"), field(n, "name")
+	isSecret := kind == "Secret" && (apiVersion == "" || apiVersion == "v1")
+	isSealed := kind == "SealedSecret"
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := ""
+		if k.Kind == yaml.ScalarNode {
+			key = k.Value
+			p.comments(k)
+			k.Value = p.text(k.Value, false)
+		} else {
+			p.walk(k, false, depth+1)
+		}
+		switch {
+		case key == "sops" && v.Kind == yaml.MappingNode && (field(v, "mac") != "" || field(v, "version") != ""):
+			// SOPS metadata: encrypted data keys and a MAC, shown as they are.
+			p.encrypted = true
+		case isSealed && key == "spec" && v.Kind == yaml.MappingNode:
+			p.sealedSpec(v, inSecret, depth+1)
+		case isSecret && (key == "data" || key == "stringData"):
+			p.secretData(v)
+		case isSecretKey(key),
+			inSecret && !namesSecret(key),
+			key == "value" && isSecretKey(name):
+			p.secretValue(v, depth+1)
+		default:
+			p.walk(v, inSecret, depth+1)
+		}
+	}
+}
+
+// sealedSpec masks a SealedSecret's spec, leaving its encryptedData, which is
+// ciphertext, as it is.
+func (p *pass) sealedSpec(spec *yaml.Node, inSecret bool, depth int) {
+	p.comments(spec)
+	for i := 0; i+1 < len(spec.Content); i += 2 {
+		k, v := spec.Content[i], spec.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == "encryptedData" {
+			p.encrypted = true
+			continue
+		}
+		// Re-walk the pair as a one-entry mapping so keys and values are
+		// judged like anywhere else.
+		p.mapping(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, v}}, inSecret, depth)
+	}
+}
+
+// secretData masks every value of a Secret's data or stringData, keeping keys.
+func (p *pass) secretData(v *yaml.Node) {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return
+	}
+	if v.Kind != yaml.MappingNode {
+		p.setMarker(v)
+		return
+	}
+	p.comments(v)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		p.comments(k)
+		if k.Kind == yaml.ScalarNode {
+			k.Value = p.text(k.Value, false)
+		} else {
+			p.setMarker(k)
+		}
+		if val.Kind == yaml.ScalarNode && sopsValue.MatchString(val.Value) {
+			p.encrypted = true
+			continue
+		}
+		if val.Kind == yaml.AliasNode && val.Alias != nil {
+			p.setMarker(val.Alias)
+			continue
+		}
+		p.setMarker(val)
+	}
+}
+
+// secretValue masks the value of a secret-looking key.
+func (p *pass) secretValue(v *yaml.Node, depth int) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		p.comments(v)
+		if v.Tag == "!!bool" || v.Tag == "!!null" || keepValue(p, v.Value) {
+			return
+		}
+		p.setMarker(v)
+	case yaml.AliasNode:
+		if v.Alias != nil && v.Alias.Kind == yaml.ScalarNode {
+			p.secretValue(v.Alias, depth+1)
+		} else if v.Alias != nil {
+			p.maskLeaves(v.Alias, depth+1)
+		}
+	default:
+		p.walk(v, true, depth)
+	}
+}
+
+// maskLeaves masks every scalar under n, following no aliases.
+func (p *pass) maskLeaves(n *yaml.Node, depth int) {
+	if depth > maxDepth || n.Kind == yaml.AliasNode {
+		return
+	}
+	if n.Kind == yaml.ScalarNode {
+		p.secretValue(n, depth)
+		return
+	}
+	for _, c := range n.Content {
+		p.maskLeaves(c, depth+1)
+	}
+}
+
+// scalar masks secrets inside a scalar that is not itself a secret: tokens,
+// key blocks, URL passwords, and secret keys in nested properties, env, YAML
+// or JSON text.
+func (p *pass) scalar(n *yaml.Node) {
+	if sopsValue.MatchString(n.Value) || n.Tag == "!vault" {
+		p.encrypted = true
+		return
+	}
+	v := n.Value
+	nv := v
+	if t := strings.TrimSpace(v); !strings.Contains(t, "\n") && len(t) > 1 &&
+		(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') {
+		if j, ok := p.nestedJSON(t); ok {
+			nv = j
+		}
+	}
+	nv = p.text(nv, false)
+	if nv != v {
+		n.Value = nv
+		n.Tag = "!!str"
+	}
+}
+
+// nestedJSON masks JSON held in a value, such as kubectl's
+// last-applied-configuration annotation, and writes it back compact.
+func (p *pass) nestedJSON(t string) (string, bool) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(t), &doc); err != nil || len(doc.Content) == 0 {
+		return "", false
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode && root.Kind != yaml.SequenceNode {
+		return "", false
+	}
+	p.walk(root, false, 1)
+	var b bytes.Buffer
+	if err := writeJSON(&b, root, "", 0); err != nil {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// setMarker turns n into the Marker scalar.
+func (p *pass) setMarker(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Value == Marker {
+		return
+	}
+	p.masked++
+	n.Kind = yaml.ScalarNode
+	n.Tag = "!!str"
+	n.Value = Marker
+	n.Style = 0
+	n.Content = nil
+	n.Alias = nil
+}
+
+// field returns the scalar value of key in mapping n, or "".
+func field(n *yaml.Node, key string) string {
+	if v := valueOf(n, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// namesSecret reports whether a key under a secret-looking key only names or
+// locates a secret (secretName, key, path, optional) rather than holding it.
+func namesSecret(key string) bool {
+	k := normalizeKey(key)
+	switch k {
+	case "key", "kind", "apiversion", "namespace", "optional", "items":
+		return true
+	}
+	for _, s := range notSecretSuffixes {
+		if strings.HasSuffix(k, s) {
+			return true
+		}
+	}
+	return false
+}
