@@ -1,0 +1,80 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// Wire codes (service.Error.Reason) of the failures this package reports.
+// Each error is a *service.Error whose Code gives the HTTP class: 422 for
+// credentials, host keys and limits, 404 for refs, 502 for the rest.
+const (
+	ReasonRepoAuthFailed = "repo_auth_failed"  // credentials refused (EVALIDATION)
+	ReasonHostKey        = "host_key_mismatch" // SSH host key not the pinned one, or none pinned (EVALIDATION)
+	ReasonUnreachable    = "repo_unreachable"  // network, TLS, protocol, or no such repository (EUPSTREAM)
+	ReasonRefNotFound    = "ref_not_found"     // no such ref, or the commit is not in it (ENOTFOUND)
+	ReasonRepoTooLarge   = "repo_too_large"    // a file, the tree or the pack is over a limit (EVALIDATION)
+	ReasonRepoURLInvalid = "repo_url_invalid"  // not https:// or ssh, or credentials in the URL (EVALIDATION)
+	ReasonAuthInvalid    = "repo_auth_invalid" // a private key that does not parse, SSH without known_hosts (EVALIDATION)
+)
+
+func authFailed(err error) error {
+	return &service.Error{Code: service.EVALIDATION, Reason: ReasonRepoAuthFailed,
+		Message: "The Git server refused these credentials.", Err: err}
+}
+
+func hostKeyMismatch(err error) error {
+	return &service.Error{Code: service.EVALIDATION, Reason: ReasonHostKey,
+		Message: "The SSH server's host key does not match the pinned known_hosts entry.", Err: err}
+}
+
+func unreachable(message string, err error) error {
+	if message == "" {
+		message = "The Git server could not be reached."
+	}
+	return &service.Error{Code: service.EUPSTREAM, Reason: ReasonUnreachable, Message: message, Err: err}
+}
+
+func refNotFound(message string) error {
+	return &service.Error{Code: service.ENOTFOUND, Reason: ReasonRefNotFound, Message: message}
+}
+
+func tooLarge(message string) error {
+	return &service.Error{Code: service.EVALIDATION, Reason: ReasonRepoTooLarge, Message: message}
+}
+
+func authInvalid(message string, err error) error {
+	return &service.Error{Code: service.EVALIDATION, Reason: ReasonAuthInvalid, Message: message, Err: err}
+}
+
+// classify maps a transport error to one of the reasons above, by type:
+// go-git's HTTP status errors, the SSH stages this package tracks, and
+// context errors (returned as they are, so a caller's cancellation stays a
+// cancellation). An error that is already a *service.Error passes through.
+func classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *service.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired),
+		errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrInvalidAuthMethod):
+		return authFailed(err)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return unreachable("The Git server says the repository does not exist, or these credentials cannot see it.", err)
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return refNotFound("The repository is empty: it has no commits.")
+	}
+	return unreachable("", err)
+}

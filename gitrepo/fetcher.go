@@ -1,0 +1,171 @@
+package gitrepo
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/singleflight"
+)
+
+// DialFunc opens a network connection; the guarded dialer has this shape.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Options are a Fetcher's transports, clock and limits. Zero values take
+// the defaults named on each field.
+type Options struct {
+	// HTTPClient carries every HTTPS request (the guarded client in
+	// production). Redirects are never followed whatever its policy.
+	// Default: a client on http.DefaultTransport, for tests only.
+	HTTPClient *http.Client
+	// DialSSH opens SSH connections. Default: a plain net.Dialer.
+	DialSSH DialFunc
+	// Now is the clock for the ref window. Default: time.Now.
+	Now func() time.Time
+	// RefTTL is how long one listing of a remote's refs answers Resolve.
+	// Default: 10 s.
+	RefTTL time.Duration
+	// FetchTimeout bounds one fetch, which runs on for every caller waiting
+	// on it even when the first one leaves. Default: 2 minutes.
+	FetchTimeout time.Duration
+	// DeepenSteps are the depths tried, in order, when the server will not
+	// send a commit by id: the ref is fetched at each depth until the
+	// commit is in it. Default: 1, 50, 500.
+	DeepenSteps []int
+	// MaxFileBytes bounds one file. Default: 8 MiB.
+	MaxFileBytes int64
+	// MaxTreeBytes bounds all files of a commit together. Default: 256 MiB.
+	MaxTreeBytes int64
+	// MaxFiles bounds the number of files and links. Default: 100,000.
+	MaxFiles int
+	// MaxPackBytes bounds the pack downloaded for one fetch. Default: 1 GiB.
+	MaxPackBytes int64
+	// TreeCacheBytes bounds the in-memory cache of trees (least recently
+	// used first out). Default: 512 MiB.
+	TreeCacheBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: http.DefaultTransport}
+	}
+	if o.DialSSH == nil {
+		var d net.Dialer
+		o.DialSSH = d.DialContext
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RefTTL <= 0 {
+		o.RefTTL = 10 * time.Second
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = 2 * time.Minute
+	}
+	if len(o.DeepenSteps) == 0 {
+		o.DeepenSteps = []int{1, 50, 500}
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 8 << 20
+	}
+	if o.MaxTreeBytes <= 0 {
+		o.MaxTreeBytes = 256 << 20
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = 100_000
+	}
+	if o.MaxPackBytes <= 0 {
+		o.MaxPackBytes = 1 << 30
+	}
+	if o.TreeCacheBytes <= 0 {
+		o.TreeCacheBytes = 512 << 20
+	}
+	return o
+}
+
+// Fetcher reads remotes. It is safe for concurrent use; one Fetcher serves
+// the whole server so its caches and collapsed fetches are shared — between
+// remotes of the same Identity only.
+type Fetcher struct {
+	opts Options
+	http transport.Transport
+
+	refsFlight singleflight.Group
+	treeFlight singleflight.Group
+
+	mu        sync.Mutex
+	refs      *simplelru.LRU[string, cachedRefs]
+	trees     *simplelru.LRU[string, *Tree]
+	treeBytes int64
+}
+
+type cachedRefs struct {
+	refs *Refs
+	at   time.Time
+}
+
+// New returns a Fetcher using opts' transports.
+func New(opts Options) *Fetcher {
+	opts = opts.withDefaults()
+	f := &Fetcher{
+		opts: opts,
+		// A client for this Fetcher only (never client.InstallProtocol),
+		// refusing redirects: a redirect could lead the credentials or the
+		// guarded dialer's answer elsewhere.
+		http: githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
+	}
+	f.refs, _ = simplelru.NewLRU[string, cachedRefs](4096, nil)
+	f.trees, _ = simplelru.NewLRU[string, *Tree](1<<20, func(_ string, t *Tree) { f.treeBytes -= t.Bytes })
+	return f
+}
+
+// uploadSession is what a fetch needs of a transport: the advertisement
+// and packs. go-git's HTTP sessions and sshSession both are one.
+type uploadSession interface {
+	AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error)
+	UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error)
+	Close() error
+}
+
+// open connects to the remote and reads its advertisement.
+func (f *Fetcher) open(ctx context.Context, remote Remote) (uploadSession, *packp.AdvRefs, error) {
+	ep, err := remote.endpoint()
+	if err != nil {
+		return nil, nil, err
+	}
+	var sess uploadSession
+	switch ep.Protocol {
+	case "ssh":
+		s, err := openSSH(ctx, f.opts.DialSSH, ep, remote.Auth)
+		if err != nil {
+			return nil, nil, err
+		}
+		sess = s
+	default:
+		var auth transport.AuthMethod
+		if remote.Auth.Token != "" {
+			user := remote.Auth.Username
+			if user == "" {
+				user = "git"
+			}
+			auth = &githttp.BasicAuth{Username: user, Password: remote.Auth.Token}
+		}
+		s, err := f.http.NewUploadPackSession(ep, auth)
+		if err != nil {
+			return nil, nil, classify(ctx, err)
+		}
+		sess = s
+	}
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, classify(ctx, err)
+	}
+	return sess, adv, nil
+}

@@ -1,0 +1,319 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// Tree is one commit's files, in memory. It is shared between callers and
+// the cache: never modify it.
+type Tree struct {
+	Commit string
+	// Files maps slash-separated paths to contents: regular files, and
+	// symbolic links whose target resolves to a file inside the tree (the
+	// link's path then holds that file's content).
+	Files map[string][]byte
+	// Symlinks lists every symbolic link with its target as written.
+	// Resolved is the in-tree file it stands for, "" when it points outside
+	// the tree, at a directory, or nowhere — such a link is not in Files:
+	// nothing outside the tree is ever read.
+	Symlinks map[string]Symlink
+	// Bytes is the total size of Files.
+	Bytes int64
+}
+
+// Symlink is a symbolic link in a Tree.
+type Symlink struct {
+	Target   string
+	Resolved string
+}
+
+// Tree returns the files of commit in the remote. It fetches that commit
+// alone at depth 1; when the server will not send a commit by id, it
+// fetches ref ("" is HEAD) at each of Options.DeepenSteps until the commit
+// is in it. Trees are cached by (Identity, commit) and concurrent calls for
+// one are collapsed into one fetch. Errors carry the reasons ListRefs
+// gives, ReasonRefNotFound when the commit is not found, and
+// ReasonRepoTooLarge past a limit.
+func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
+	commit = strings.ToLower(strings.TrimSpace(commit))
+	if !isCommitID(commit) {
+		return nil, refNotFound(fmt.Sprintf("%q is not a full commit id.", commit))
+	}
+	key := remote.Identity() + "\x00" + commit
+	f.mu.Lock()
+	t, ok := f.trees.Get(key)
+	f.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	ch := f.treeFlight.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
+		defer cancel()
+		t, err := f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit))
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.trees.Add(key, t)
+		f.treeBytes += t.Bytes
+		for f.treeBytes > f.opts.TreeCacheBytes && f.trees.Len() > 1 {
+			f.trees.RemoveOldest()
+		}
+		return t, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*Tree), nil
+	}
+}
+
+func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash) (*Tree, error) {
+	sess, adv, err := f.open(ctx, remote)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sess.Close() }()
+	refs := refsFromAdv(adv)
+
+	// By id when the server allows it (or the commit is a tip, which any
+	// server sends). A server that advertises nothing may still refuse, so
+	// any failure but the caller's own falls through to the ref.
+	isTip := false
+	for _, c := range refs.Commits {
+		isTip = isTip || c == commit.String()
+	}
+	if isTip || adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
+		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1)
+		if err == nil && hasCommit(st, commit) {
+			return f.buildTree(st, commit)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if service.ErrorReason(err) == ReasonRepoTooLarge {
+			return nil, err
+		}
+	}
+
+	tipStr, err := refs.Commit(ref)
+	if err != nil {
+		return nil, err
+	}
+	tip := plumbing.NewHash(tipStr)
+	for _, depth := range f.opts.DeepenSteps {
+		st, complete, err := f.fetchPack(ctx, sess, adv, tip, depth)
+		if err != nil {
+			return nil, classify(ctx, err)
+		}
+		if hasCommit(st, commit) {
+			return f.buildTree(st, commit)
+		}
+		if complete {
+			break // the whole history is here; deeper will not help
+		}
+	}
+	where := ref
+	if where == "" {
+		where = "HEAD"
+	}
+	return nil, refNotFound(fmt.Sprintf("Commit %s is not in the last %d commits of %s.",
+		commit, f.opts.DeepenSteps[len(f.opts.DeepenSteps)-1], where))
+}
+
+// fetchPack fetches want at depth into a fresh in-memory store. complete
+// reports that the server cut no history (no shallow boundary).
+func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.AdvRefs, want plumbing.Hash, depth int) (*memory.Storage, bool, error) {
+	req := packp.NewUploadPackRequestFromCapabilities(adv.Capabilities)
+	req.Wants = []plumbing.Hash{want}
+	req.Depth = packp.DepthCommits(depth)
+	if err := req.Capabilities.Set(capability.Shallow); err != nil {
+		return nil, false, err
+	}
+	if adv.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	res, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		if errors.Is(err, transport.ErrEmptyUploadPackRequest) {
+			return memory.NewStorage(), true, nil
+		}
+		return nil, false, err
+	}
+	defer func() { _ = res.Close() }()
+	var r io.Reader = &limitedReader{r: res, left: f.opts.MaxPackBytes}
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		r = sideband.NewDemuxer(sideband.Sideband64k, r)
+	case req.Capabilities.Supports(capability.Sideband):
+		r = sideband.NewDemuxer(sideband.Sideband, r)
+	}
+	st := memory.NewStorage()
+	if err := packfile.UpdateObjectStorage(st, r); err != nil {
+		if errors.Is(err, errPackTooLarge) {
+			return nil, false, tooLarge(fmt.Sprintf("The repository's pack is over %d bytes.", f.opts.MaxPackBytes))
+		}
+		return nil, false, err
+	}
+	return st, len(res.Shallows) == 0, nil
+}
+
+func hasCommit(st *memory.Storage, commit plumbing.Hash) bool {
+	return st != nil && st.HasEncodedObject(commit) == nil
+}
+
+// buildTree reads the commit's files, within the limits, and resolves its
+// symbolic links inside the tree.
+func (f *Fetcher) buildTree(st *memory.Storage, commit plumbing.Hash) (*Tree, error) {
+	c, err := object.GetCommit(st, commit)
+	if err != nil {
+		return nil, refNotFound(fmt.Sprintf("%s is not a commit.", commit))
+	}
+	root, err := c.Tree()
+	if err != nil {
+		return nil, unreachable("The server sent an incomplete commit.", err)
+	}
+	t := &Tree{Commit: commit.String(), Files: map[string][]byte{}, Symlinks: map[string]Symlink{}}
+	w := object.NewTreeWalker(root, true, nil)
+	defer w.Close()
+	for {
+		name, entry, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, unreachable("The server sent an incomplete tree.", err)
+		}
+		if !fs.ValidPath(name) {
+			continue // ".", ".." or empty elements: never a path to expose
+		}
+		switch entry.Mode {
+		case filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
+		default:
+			continue // directories are walked into; submodules are not ours
+		}
+		if len(t.Files)+len(t.Symlinks) >= f.opts.MaxFiles {
+			return nil, tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
+		}
+		blob, err := object.GetBlob(st, entry.Hash)
+		if err != nil {
+			return nil, unreachable("The server sent an incomplete tree.", err)
+		}
+		if entry.Mode == filemode.Symlink {
+			target, err := readBlob(blob, 4096)
+			if err != nil {
+				continue // an over-long link target resolves nowhere
+			}
+			t.Symlinks[name] = Symlink{Target: string(target)}
+			continue
+		}
+		if blob.Size > f.opts.MaxFileBytes {
+			return nil, tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
+		}
+		if t.Bytes+blob.Size > f.opts.MaxTreeBytes {
+			return nil, tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", f.opts.MaxTreeBytes))
+		}
+		data, err := readBlob(blob, f.opts.MaxFileBytes)
+		if err != nil {
+			return nil, unreachable("The server sent an unreadable file.", err)
+		}
+		t.Files[name] = data
+		t.Bytes += int64(len(data))
+	}
+	for name, l := range t.Symlinks {
+		if target, ok := resolveLink(t.Files, t.Symlinks, name); ok {
+			l.Resolved = target
+			t.Symlinks[name] = l
+			t.Files[name] = t.Files[target]
+		}
+	}
+	return t, nil
+}
+
+// resolveLink follows the link at name, and links it leads to, while they
+// stay inside the tree; it reports the regular file reached. An absolute
+// target, one climbing above the root, a directory or a missing path
+// resolves to nothing.
+func resolveLink(files map[string][]byte, links map[string]Symlink, name string) (string, bool) {
+	cur := name
+	for hops := 0; hops < 40; hops++ {
+		target := links[cur].Target
+		if target == "" || path.IsAbs(target) || strings.Contains(target, "\\") {
+			return "", false
+		}
+		next := path.Join(path.Dir(cur), target)
+		if !fs.ValidPath(next) || next == "." {
+			return "", false
+		}
+		if _, ok := files[next]; ok {
+			if _, isLink := links[next]; !isLink {
+				return next, true
+			}
+		}
+		if _, ok := links[next]; !ok {
+			return "", false
+		}
+		cur = next
+	}
+	return "", false
+}
+
+func readBlob(b *object.Blob, max int64) ([]byte, error) {
+	r, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, errors.New("blob over its limit")
+	}
+	return data, nil
+}
+
+var errPackTooLarge = errors.New("pack over its limit")
+
+// limitedReader fails with errPackTooLarge once more than left bytes are
+// read.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errPackTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
