@@ -119,6 +119,9 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		}
 	}
 
+	if isCommitID(strings.TrimSpace(ref)) {
+		ref = "" // a commit is no ref to deepen from; HEAD is the best guess
+	}
 	tipStr, err := refs.Commit(ref)
 	if err != nil {
 		return nil, err
