@@ -41,6 +41,8 @@ type sshSession struct {
 	refs *packp.AdvRefs
 }
 
+var _ uploadSession = (*sshSession)(nil)
+
 type sshCommand struct {
 	session *ssh.Session
 	stdin   io.WriteCloser

@@ -1,7 +1,11 @@
 package gitrepo_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kukie/gitops-server/gitrepo"
@@ -42,4 +46,29 @@ func TestListRefsSSHKeys(t *testing.T) {
 	if got := s.Counts().RefLists; got != 0 {
 		t.Errorf("the server ran upload-pack %d times for refused clients", got)
 	}
+}
+
+func TestSSHDialsThroughTheHook(t *testing.T) {
+	ctx := testContext(t)
+	w := newWorld(t)
+	s := w.repo.ServeSSH(t, gittest.SSHOptions{})
+	var dials atomic.Int32
+	f := gitrepo.New(gitrepo.Options{DialSSH: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}})
+	remote := gitrepo.Remote{URL: s.URL, Auth: gitrepo.Auth{PrivateKey: string(s.PrivateKeyPEM), KnownHosts: s.KnownHosts}}
+	if _, err := f.ListRefs(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if got := dials.Load(); got != 1 {
+		t.Errorf("dials through the hook = %d, want 1", got)
+	}
+
+	refused := gitrepo.New(gitrepo.Options{DialSSH: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("refused by policy")
+	}})
+	_, err := refused.ListRefs(ctx, remote)
+	wantReason(t, err, gitrepo.ReasonUnreachable)
 }

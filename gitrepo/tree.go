@@ -311,6 +311,11 @@ type limitedReader struct {
 
 func (l *limitedReader) Read(p []byte) (int, error) {
 	if l.left <= 0 {
+		// At the limit: fine if the stream ends here too.
+		var one [1]byte
+		if n, err := l.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
 		return 0, errPackTooLarge
 	}
 	if int64(len(p)) > l.left {
