@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime/debug"
 	"syscall"
@@ -56,7 +57,13 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &lim); err == nil && lim.Cur != rlimInfinity {
 		debug.SetMemoryLimit(int64(lim.Cur / 2))
 	}
-	if err := json.NewEncoder(stdout).Encode(Render(req)); err != nil {
+	// Libraries that print to os.Stdout must not corrupt the one Result the
+	// parent reads; what they print goes to stderr instead.
+	saved := os.Stdout
+	os.Stdout = os.Stderr
+	res := Render(req)
+	os.Stdout = saved
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return 1
 	}
 	return 0

@@ -1,0 +1,93 @@
+package render
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runInChild renders req in a child process that is this test binary, started
+// through /usr/bin/env so the child (and only it) sees childEnvVar.
+func runInChild(tb testing.TB, req Request, lim Limits) Result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := RunChild(ctx, "/usr/bin/env", []string{childEnvVar + "=1", self}, req, lim)
+	if err != nil {
+		tb.Fatalf("RunChild: %v (the tests need /usr/bin/env to start the child)", err)
+	}
+	return res
+}
+
+func TestRunChild(t *testing.T) {
+	t.Run("RendersLikeInProcess", func(t *testing.T) {
+		req := Request{Files: MustLoadRepo(t, "kust"), Source: Source{Path: "overlays/prod"}}
+		res := runInChild(t, req, Limits{Timeout: time.Minute, MaxOutputBytes: 1 << 20})
+		if res.Error != nil {
+			t.Fatalf("child render failed: %v", res.Error)
+		}
+		assertGolden(t, "kustomize_overlay", res.Manifests)
+	})
+	t.Run("ErrorResultsCrossTheBoundary", func(t *testing.T) {
+		req := Request{Files: MustLoadRepo(t, "helm"), AppName: "deps", Source: Source{Path: "charts/deps"}}
+		assertErrorCode(t, runInChild(t, req, Limits{Timeout: time.Minute}), CodeRenderFailed, ReasonHelmDependenciesMissing)
+	})
+	t.Run("EmptyEnvironment", func(t *testing.T) {
+		t.Setenv("KUKIE_TEST_PLANTED_SECRET", "planted-secret-value")
+		// A chart that prints its environment would need a function Helm
+		// does not have; the directory below names the variable and must
+		// come back unchanged, and the child must still render with an
+		// empty PATH and an unreachable proxy.
+		files := map[string][]byte{"app/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env}\ndata: {k: KUKIE_TEST_PLANTED_SECRET}\n")}
+		res := runInChild(t, Request{Files: files, Source: Source{Path: "app"}}, Limits{Timeout: time.Minute})
+		if res.Error != nil {
+			t.Fatal(res.Error)
+		}
+		assertNotContains(t, string(res.Manifests), "planted-secret-value")
+	})
+}
+
+// A template that never ends is killed at the configured timeout; the
+// parent carries on and renders again.
+func TestRunChildTimeout(t *testing.T) {
+	files := MustLoadRepo(t, "helm")
+	res := runInChild(t, Request{Files: files, AppName: "loop", Source: Source{Path: "charts/loop"}}, Limits{Timeout: 300 * time.Millisecond})
+	assertErrorCode(t, res, CodeRenderFailed, "")
+	assertContains(t, res.Error.Message, "timed out")
+
+	again := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute})
+	if again.Error != nil {
+		t.Fatalf("render after a killed child failed: %v", again.Error)
+	}
+}
+
+func TestRunChildOutputCap(t *testing.T) {
+	big := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {k: " + strings.Repeat("x", 64<<10) + "}\n"
+	files := map[string][]byte{"app/big.yaml": []byte(big)}
+	res := runInChild(t, Request{Files: files, Source: Source{Path: "app"}}, Limits{Timeout: time.Minute, MaxOutputBytes: 16 << 10})
+	assertErrorCode(t, res, CodeRenderFailed, "")
+	assertContains(t, res.Error.Message, "exceeds the limit")
+}
+
+// A template that allocates without bound fails under the memory limit
+// instead of taking the server's memory.
+func TestRunChildMemoryLimit(t *testing.T) {
+	files := MustLoadRepo(t, "helm")
+	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: 3 << 30})
+	assertErrorCode(t, res, CodeRenderFailed, "")
+	assertContains(t, res.Error.Message, "memory limit")
+}
+
+func TestRunChildMemoryLimitAllowsNormalRender(t *testing.T) {
+	files := MustLoadRepo(t, "helm")
+	res := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: 3 << 30})
+	if res.Error != nil {
+		t.Fatalf("render under the memory limit failed: %v", res.Error)
+	}
+}
