@@ -143,8 +143,6 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	waitErr := cmd.Wait()
 	close(done)
 	<-stopped
-	// The child is gone; anything it left in its group goes too.
-	kill()
 
 	switch {
 	case ctx.Err() != nil:
