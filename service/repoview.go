@@ -37,8 +37,10 @@ func ErrRepoNotConnected() error {
 type RepoFetcher interface {
 	// Resolve returns the commit ref names ("" = the remote's HEAD).
 	Resolve(ctx context.Context, c Cluster, ref string) (commit string, err error)
-	// Tree returns the files at commit (paths relative, "/"-separated).
-	Tree(ctx context.Context, c Cluster, commit string) (map[string][]byte, error)
+	// Tree returns the files at commit (paths relative, "/"-separated);
+	// ref is what the commit was resolved from (a server that will not send
+	// a commit by id is asked for the ref, deepened).
+	Tree(ctx context.Context, c Cluster, ref, commit string) (map[string][]byte, error)
 }
 
 // SecretMasker replaces secret values before anything leaves the server.
@@ -100,7 +102,7 @@ func (s *RepoView) at(ctx context.Context, c Cluster, ref string) (string, map[s
 	if err != nil {
 		return "", nil, err
 	}
-	files, err := s.Fetcher.Tree(ctx, c, commit)
+	files, err := s.Fetcher.Tree(ctx, c, ref, commit)
 	return commit, files, err
 }
 

@@ -21,7 +21,7 @@ func (f fakeFetcher) Resolve(_ context.Context, _ Cluster, ref string) (string, 
 	return "0123456789abcdef0123", nil
 }
 
-func (f fakeFetcher) Tree(context.Context, Cluster, string) (map[string][]byte, error) {
+func (f fakeFetcher) Tree(context.Context, Cluster, string, string) (map[string][]byte, error) {
 	return f.files, nil
 }
 
