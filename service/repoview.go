@@ -55,6 +55,12 @@ type RepoView struct {
 	ArgoCD   *ArgoCD
 	Fetcher  RepoFetcher // nil: the repo tab is not configured (repo_unreachable)
 	Masker   SecretMasker
+	// Renderer renders apps' sources and ManifestMasker masks the output
+	// (nil Renderer: manifests are not available).
+	Renderer       ManifestRenderer
+	ManifestMasker ManifestMasker
+
+	renders renderCache
 }
 
 // RepoTree is the folder listing of the connected repository at a commit.

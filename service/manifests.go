@@ -1,0 +1,246 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// RenderInput is one source to render, as Argo CD's repo server would.
+type RenderInput struct {
+	Files map[string][]byte
+	// RefFiles are the trees of a multi-source app's ref sources, by ref
+	// name ("values" for "$values/...").
+	RefFiles  map[string]map[string][]byte
+	Spec      json.RawMessage // the source object (Argo CD's field names)
+	AppName   string
+	Namespace string
+}
+
+// RenderOutput is a render's result; Code is "" on success, else
+// render_failed or source_type_unsupported (Reason refines it).
+type RenderOutput struct {
+	Manifests  []byte
+	SourceType string
+	Notes      []string
+	Code       string
+	Reason     string
+	Message    string
+}
+
+// ManifestRenderer renders a source (the render package, in a child
+// process with limits).
+type ManifestRenderer interface {
+	Render(ctx context.Context, in RenderInput) (RenderOutput, error)
+}
+
+// ManifestMasker masks rendered multi-document YAML.
+type ManifestMasker interface {
+	Manifests(yaml []byte) []byte
+}
+
+// SourceManifests is one source's part of an app's manifests.
+type SourceManifests struct {
+	RepoURL    string       `json:"repo_url"`
+	Path       string       `json:"path"`
+	Commit     string       `json:"commit"`
+	SourceType string       `json:"source_type"`
+	Notes      []string     `json:"notes"`
+	Error      *SourceError `json:"error,omitempty"`
+	Manifests  string       `json:"manifests"`
+	cacheHit   bool
+}
+
+// SourceError is why one source did not render.
+type SourceError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// AppManifests is the YAML an app applies, rendered per source as Argo CD
+// last compared it, masked.
+type AppManifests struct {
+	AppID string `json:"app_id"`
+	// RevisionSource is "compared" (status.sync: what Argo CD last
+	// compared) or "target_revision" (status empty: the targetRevision
+	// resolved now).
+	RevisionSource string            `json:"revision_source"`
+	Sources        []SourceManifests `json:"sources"`
+}
+
+// renderCache keeps masked renders by (commit, source spec, app): the same
+// commit is never rendered twice.
+type renderCache struct {
+	once   sync.Once
+	cache  *lru.Cache[string, SourceManifests]
+	flight singleflight.Group
+}
+
+func (c *renderCache) get() *lru.Cache[string, SourceManifests] {
+	c.once.Do(func() { c.cache, _ = lru.New[string, SourceManifests](512) })
+	return c.cache
+}
+
+// Manifests renders an app's sources: Git sources of the connected
+// repository at the compared revision(s), masked, cached per commit. A
+// single-source app's failure is the answer's error; a multi-source app
+// answers with each source's error beside the sources that rendered.
+func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID string) (AppManifests, error) {
+	c, err := s.connected(ctx, p, clusterID)
+	if err != nil {
+		return AppManifests{}, err
+	}
+	if s.ArgoCD == nil || s.Renderer == nil {
+		return AppManifests{}, ReasonError(EUPSTREAM, ReasonRepoUnreachable, "Rendering is not available on this server.")
+	}
+	_, snap, err := s.ArgoCD.snapshot(ctx, p, clusterID, false)
+	if err != nil {
+		return AppManifests{}, err
+	}
+	app, ok := snap.App(appID)
+	if !ok {
+		return AppManifests{}, errAppNotFound()
+	}
+	out := AppManifests{AppID: app.ID, RevisionSource: "compared", Sources: []SourceManifests{}}
+	sources, revisions := app.Sync.ComparedTo, app.Sync.Revisions
+	if len(revisions) == 0 && app.Sync.Revision != "" {
+		revisions = []string{app.Sync.Revision}
+	}
+	if app.HydratedSource != nil {
+		sources, revisions = []AppSource{*app.HydratedSource}, nil
+	}
+	if len(sources) == 0 || len(revisions) != len(sources) {
+		out.RevisionSource, sources, revisions = "target_revision", app.Sources, nil
+	}
+	want := NormalizeRepoURL(c.GitOpsRepo)
+	refFiles := map[string]map[string][]byte{}
+	for i, src := range sources {
+		if src.Ref == "" || NormalizeRepoURL(src.RepoURL) != want {
+			continue
+		}
+		if files, _, err := s.treeAt(ctx, c, src.TargetRevision, revisionAt(revisions, i)); err == nil {
+			refFiles[src.Ref] = files
+		}
+	}
+	var rendered []SourceManifests
+	for i, src := range sources {
+		if src.Ref != "" && src.Path == "" {
+			continue // a values-only source
+		}
+		part := s.renderSource(ctx, c, app, src, revisionAt(revisions, i), refFiles)
+		rendered = append(rendered, part)
+	}
+	out.Sources = rendered
+	if len(rendered) == 1 && rendered[0].Error != nil {
+		e := rendered[0].Error
+		code := EVALIDATION
+		switch e.Code {
+		case ReasonRepoNotConnected:
+			code = ECONFLICT
+		case ReasonRepoUnreachable:
+			code = EUPSTREAM
+		case ReasonRefNotFound, ReasonPathNotFound:
+			code = ENOTFOUND
+		}
+		return AppManifests{}, ReasonError(code, e.Code, e.Message)
+	}
+	return out, nil
+}
+
+func revisionAt(revisions []string, i int) string {
+	if i < len(revisions) {
+		return revisions[i]
+	}
+	return ""
+}
+
+// treeAt reads the tree at commit, or at ref resolved now when commit is "".
+func (s *RepoView) treeAt(ctx context.Context, c Cluster, ref, commit string) (map[string][]byte, string, error) {
+	if commit == "" {
+		var err error
+		if commit, err = s.Fetcher.Resolve(ctx, c, ref); err != nil {
+			return nil, "", err
+		}
+	}
+	files, err := s.Fetcher.Tree(ctx, c, ref, commit)
+	return files, commit, err
+}
+
+// renderSource renders one source (from the cache when the same commit
+// and spec were rendered before), masked.
+func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, src AppSource, commit string,
+	refFiles map[string]map[string][]byte) SourceManifests {
+	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
+	fail := func(code, msg string) SourceManifests {
+		part.Error = &SourceError{Code: code, Message: msg}
+		return part
+	}
+	if src.Chart != "" {
+		return fail(ReasonSourceTypeUnsupported, "Charts from Helm repositories ("+src.Chart+") are not rendered yet.")
+	}
+	if NormalizeRepoURL(src.RepoURL) != NormalizeRepoURL(c.GitOpsRepo) {
+		return fail(ReasonRepoNotConnected, "The source's repository is not the one connected to this cluster: connect it to see its YAML.")
+	}
+	files, commit, err := s.treeAt(ctx, c, src.TargetRevision, commit)
+	if err != nil {
+		reason := ErrorReason(err)
+		if reason == "" {
+			reason = ReasonRepoUnreachable
+		}
+		return fail(reason, ErrorMessage(err))
+	}
+	part.Commit = commit
+	sum := sha256.Sum256(src.Spec)
+	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(c.GitOpsRepo), commit, hex.EncodeToString(sum[:]), app.Name,
+		app.Destination.Namespace}, "\x00")
+	if hit, ok := s.renders.get().Get(key); ok {
+		return hit
+	}
+	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
+		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: src.Spec,
+			AppName: app.Name, Namespace: app.Destination.Namespace})
+		p := part
+		switch {
+		case err != nil:
+			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
+			return p, nil // a failure to run is not cached
+		case out.Code != "":
+			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
+		default:
+			p.SourceType, p.Manifests = out.SourceType, string(s.ManifestMasker.Manifests(out.Manifests))
+		}
+		if out.Notes != nil {
+			p.Notes = out.Notes
+		}
+		s.renders.get().Add(key, p)
+		return p, nil
+	})
+	return v.(SourceManifests)
+}
+
+// ManifestsTool is app_manifests for the agent.
+func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, appID, lang string) (ToolAnswer, error) {
+	m, err := s.Manifests(ctx, p, clusterID, appID)
+	if err != nil {
+		return toolAnswer("", err, lang)
+	}
+	var b strings.Builder
+	for _, src := range m.Sources {
+		b.WriteString("# " + src.RepoURL + " " + src.Path + " @ " + shortCommit(src.Commit) + " (" + src.SourceType + ")\n")
+		if src.Error != nil {
+			b.WriteString("# " + src.Error.Code + ": " + src.Error.Message + "\n")
+			continue
+		}
+		b.WriteString(src.Manifests)
+		if !strings.HasSuffix(src.Manifests, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return toolAnswer(b.String(), nil, lang)
+}

@@ -1,0 +1,85 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type listApps struct{ apps []Application }
+
+func (l listApps) ListApplications(context.Context, Cluster) (AppRead, error) {
+	return AppRead{Apps: l.apps}, nil
+}
+
+type countingRenderer struct{ n atomic.Int32 }
+
+func (r *countingRenderer) Render(_ context.Context, in RenderInput) (RenderOutput, error) {
+	r.n.Add(1)
+	if strings.Contains(string(in.Spec), "broken") {
+		return RenderOutput{SourceType: "helm", Code: ReasonRenderFailed, Message: "template: boom"}, nil
+	}
+	return RenderOutput{SourceType: "directory", Manifests: []byte("kind: Secret\ndata:\n  password: hunter2\n")}, nil
+}
+
+type maskAll struct{}
+
+func (maskAll) File(_ string, b []byte) []byte { return b }
+func (maskAll) Manifests(b []byte) []byte {
+	return []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))
+}
+
+func TestManifests(t *testing.T) {
+	const repo = "https://github.com/org/gitops"
+	c := Cluster{ID: "c1", TeamID: "t1", AccessLevel: AccessFull, GitOpsRepo: repo, ArgoCDNamespace: "argocd"}
+	spec := func(s string) json.RawMessage { return json.RawMessage(s) }
+	web := Application{ID: "web", Name: "web", Namespace: "argocd",
+		Sources: []AppSource{{RepoURL: repo, Path: "apps/web", Spec: spec(`{"path":"apps/web"}`)}},
+		Sync:    AppSync{Revision: "abc", ComparedTo: []AppSource{{RepoURL: repo, Path: "apps/web", Spec: spec(`{"path":"apps/web"}`)}}}}
+	multi := Application{ID: "multi", Name: "multi", Namespace: "argocd", Sync: AppSync{Revisions: []string{"abc", "def"},
+		ComparedTo: []AppSource{
+			{RepoURL: repo, Path: "apps/ok", Spec: spec(`{"path":"apps/ok"}`)},
+			{RepoURL: repo, Path: "apps/broken", Spec: spec(`{"path":"apps/broken"}`)}}}}
+	elsewhere := Application{ID: "elsewhere", Name: "elsewhere", Namespace: "argocd",
+		Sources: []AppSource{{RepoURL: "https://github.com/org/other", Path: "x", Spec: spec(`{"path":"x"}`)}}}
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web, multi, elsewhere}}, 4, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &oneCluster{c: c}
+	renderer := &countingRenderer{}
+	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
+		Masker: maskAll{}, Renderer: renderer, ManifestMasker: maskAll{}}
+	p := Principal{TeamID: "t1"}
+	ctx := context.Background()
+
+	m, err := view.Manifests(ctx, p, "c1", "web")
+	if err != nil || m.RevisionSource != "compared" || len(m.Sources) != 1 || m.Sources[0].Commit != "abc" ||
+		!strings.Contains(m.Sources[0].Manifests, "<masked>") || strings.Contains(m.Sources[0].Manifests, "hunter2") {
+		t.Fatalf("manifests = %+v, %v", m, err)
+	}
+	// Same commit, same spec: answered from the cache, no render.
+	if _, err := view.Manifests(ctx, p, "c1", "web"); err != nil || renderer.n.Load() != 1 {
+		t.Errorf("second call rendered again: %d renders, %v", renderer.n.Load(), err)
+	}
+	// Multi-source: each source's error beside the ones that rendered.
+	m, err = view.Manifests(ctx, p, "c1", "multi")
+	if err != nil || len(m.Sources) != 2 || m.Sources[0].Error != nil || m.Sources[1].Error == nil ||
+		m.Sources[1].Error.Code != ReasonRenderFailed || m.Sources[1].Commit != "def" {
+		t.Errorf("multi = %+v, %v", m, err)
+	}
+	// A Git source of another repository: repo_not_connected (409).
+	if _, err := view.Manifests(ctx, p, "c1", "elsewhere"); ErrorReason(err) != ReasonRepoNotConnected || ErrorCode(err) != ECONFLICT {
+		t.Errorf("other repository: %v", err)
+	}
+	a, err := view.ManifestsTool(ctx, p, "c1", "multi", "en")
+	if err != nil || !strings.Contains(a.Text, "render_failed") || strings.Contains(a.Text, "hunter2") {
+		t.Errorf("tool = %+v, %v", a, err)
+	}
+	if _, err := view.Manifests(ctx, p, "c1", "nope"); ErrorCode(err) != ENOTFOUND {
+		t.Errorf("unknown app: %v", err)
+	}
+}
