@@ -89,3 +89,32 @@ func toolHandler(log *slog.Logger, view *service.RepoView, run func(*http.Reques
 		reply(w, r, log, a, err)
 	})
 }
+
+// handleAppManifests answers the YAML an app applies, rendered per source
+// and masked.
+func handleAppManifests(log *slog.Logger, view *service.RepoView) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if view == nil {
+			writeError(w, r, log, errRepoTabOff())
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		m, err := view.Manifests(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
+		reply(w, r, log, m, err)
+	})
+}
+
+// handleToolAppManifests is the agent's app_manifests read tool.
+func handleToolAppManifests(log *slog.Logger, view *service.RepoView) http.Handler {
+	type request struct {
+		ClusterID string `json:"cluster_id"`
+		AppID     string `json:"app_id"`
+	}
+	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
+		in, err := decode[request](r)
+		if err != nil {
+			return service.ToolAnswer{}, err
+		}
+		return view.ManifestsTool(r.Context(), p, in.ClusterID, in.AppID, warningLanguage(r))
+	})
+}

@@ -61,9 +61,11 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}", handler: handleAppDetail(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/kukie-history", handler: handleKukieHistory(d.Logger, d.ArgoCD)},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/ownership", handler: handleOwnership(d.Logger, d.ArgoCD)},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/manifests", handler: handleAppManifests(d.Logger, d.RepoView)},
 
 		{method: "POST", pattern: "/v1/tools/repo_tree", handler: handleToolRepoTree(d.Logger, d.RepoView), roles: agentOnly},
 		{method: "POST", pattern: "/v1/tools/repo_file", handler: handleToolRepoFile(d.Logger, d.RepoView), roles: agentOnly},
+		{method: "POST", pattern: "/v1/tools/app_manifests", handler: handleToolAppManifests(d.Logger, d.RepoView), roles: agentOnly},
 
 		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},
 		{method: "GET", pattern: "/v1/plans", handler: handlePlanList(d.Logger, d.Plans)},
