@@ -206,8 +206,11 @@ func additionalData(id string, parts []string) []byte {
 	return b
 }
 
-// String shows the key ids only.
+// String shows the key ids only; a nil ring is "".
 func (k *Keyring) String() string {
+	if k == nil {
+		return ""
+	}
 	return "secretbox.Keyring{" + strings.Join(k.ids, ",") + "}"
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/secretbox"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
 )
@@ -54,6 +55,11 @@ type config struct {
 	SwitchRetryBudget time.Duration // KUKIE_SWITCH_RETRY_BUDGET: AccessDenied retried after a stack event
 	ReconcileInterval time.Duration // KUKIE_RECONCILE_INTERVAL: every account reconciled
 	SNSMaxMessageAge  time.Duration // KUKIE_SNS_MAX_MESSAGE_AGE: oldest SNS Timestamp taken
+
+	// SecretKeys seals and opens stored repository secrets
+	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
+	// accepted.
+	SecretKeys *secretbox.Keyring
 }
 
 // Upper bounds of the per-cluster rate limit: far above what one client
@@ -176,6 +182,11 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
+	if s := getenv("KUKIE_SECRET_KEYS"); strings.TrimSpace(s) != "" {
+		if c.SecretKeys, err = secretbox.ParseKeys(s); err != nil {
+			return c, &configError{"KUKIE_SECRET_KEYS", "must be comma-separated id:base64 pairs of 32-byte keys: " + err.Error()}
+		}
+	}
 	tools := service.DefaultMutatingTools
 	if s := strings.TrimSpace(getenv("KUKIE_MUTATING_TOOLS")); s != "" {
 		tools = strings.Split(s, ",")
@@ -271,6 +282,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("switch_retry_budget", c.SwitchRetryBudget.String()),
 		slog.String("reconcile_interval", c.ReconcileInterval.String()),
 		slog.String("sns_max_message_age", c.SNSMaxMessageAge.String()),
+		slog.String("secret_keys", mask(c.SecretKeys.String())),
 	)
 }
 

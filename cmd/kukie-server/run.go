@@ -52,6 +52,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return migrate(ctx, getenv, args[2], true, stdout)
 		}
 		return errUsage
+	case "secrets":
+		if len(args) == 3 && args[2] == "rekey" {
+			return rekey(ctx, getenv, stdout)
+		}
+		return errUsage
 	case "version":
 		fmt.Fprintln(stdout, "kukie-server", version)
 		return nil
