@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
@@ -30,7 +31,13 @@ type Result struct {
 // Masker masks secrets in files and rendered manifests. It is safe for
 // concurrent use; build one at start-up with New and share it.
 type Masker struct {
+	*scanner
+}
+
+// scanner is gitleaks' detector and a trie of its rules' keywords.
+type scanner struct {
 	detector *detect.Detector
+	keywords *ahocorasick.Trie
 }
 
 // gitleaksDetector builds gitleaks' detector once per process:
@@ -39,7 +46,7 @@ type Masker struct {
 // must happen exactly once, before any scan. After construction a Detector's
 // DetectString only reads its rules (regexps, an Aho-Corasick trie, allowlists)
 // and adds to an atomic byte counter, so one detector serves all goroutines.
-var gitleaksDetector = sync.OnceValues(func() (*detect.Detector, error) {
+var gitleaksScanner = sync.OnceValues(func() (*scanner, error) {
 	logging.Logger = zerolog.Nop()
 	d, err := detect.NewDetectorDefaultConfig()
 	if err != nil {
@@ -48,17 +55,21 @@ var gitleaksDetector = sync.OnceValues(func() (*detect.Detector, error) {
 	// No decoding passes: decoded findings append to shared rule tags, which
 	// is not safe across goroutines.
 	d.MaxDecodeDepth = 0
-	return d, nil
+	kw := make([]string, 0, len(d.Config.Keywords))
+	for k := range d.Config.Keywords {
+		kw = append(kw, k)
+	}
+	return &scanner{detector: d, keywords: ahocorasick.NewTrieBuilder().AddStrings(kw).Build()}, nil
 })
 
 // New returns a Masker using gitleaks v8's default rule set. The detector is
 // built once per process and shared by every Masker.
 func New() (*Masker, error) {
-	d, err := gitleaksDetector()
+	s, err := gitleaksScanner()
 	if err != nil {
 		return nil, err
 	}
-	return &Masker{detector: d}, nil
+	return &Masker{scanner: s}, nil
 }
 
 // File masks a repository file. path chooses the format: .yaml, .yml and .json
@@ -116,7 +127,7 @@ func (m *Masker) secrets(texts ...string) []string {
 		if t == "" {
 			continue
 		}
-		for _, f := range m.detector.DetectString(t) {
+		for _, f := range m.detector.DetectString(m.keywordLines(t)) {
 			if f.RuleID == "private-key" {
 				continue // privateKeyBlock masks the body and keeps BEGIN and END
 			}
@@ -130,6 +141,42 @@ func (m *Masker) secrets(texts ...string) []string {
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
+}
+
+// keywordLines returns the lines of t that hold a keyword of some gitleaks
+// rule. Every content rule needs its keyword in the scanned text, and all but
+// the private-key rule (replaced by privateKeyBlock) match within one line, so
+// scanning only these lines finds the same secrets several times faster:
+// Kubernetes YAML is mostly lines without any.
+func (s *scanner) keywordLines(t string) string {
+	lower := make([]byte, len(t))
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	var b strings.Builder
+	next := 0 // lines before next are written or skipped
+	s.keywords.Walk(lower, func(end, n, _ int64) bool {
+		pos := int(end - n + 1)
+		if pos < next {
+			return true
+		}
+		start := strings.LastIndexByte(t[:pos], '\n') + 1
+		stop := strings.IndexByte(t[pos:], '\n')
+		if stop < 0 {
+			stop = len(t)
+		} else {
+			stop += pos
+		}
+		b.WriteString(t[start:stop])
+		b.WriteByte('\n')
+		next = stop
+		return true
+	})
+	return b.String()
 }
 
 // minSecretLen keeps gitleaks findings too short to be credentials from

@@ -26,10 +26,16 @@ var (
 	// embeddedAssign matches key=value inside a line, as in connection strings
 	// and query strings: "Password=p;", "?user=u&password=p".
 	embeddedAssign = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(=)([^\s&;,'"<>]+)`)
+	// embeddedColon matches "key: value" inside a line.
+	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]]+)`)
 	// embeddedJSON matches "key": "value" pairs inside a line.
 	embeddedJSON = regexp.MustCompile(`"([^"\\]{1,128})"(\s*:\s*)"((?:[^"\\]|\\.)*)"`)
 	// blockIndicator is a YAML block scalar header, such as "|" or ">-".
 	blockIndicator = regexp.MustCompile(`^[|>][-+0-9]*[ \t]*(?:#.*)?$`)
+	// sealedCiphertext is a SealedSecret's encrypted value.
+	sealedCiphertext = regexp.MustCompile(`^[A-Za-z0-9+/]{32,}={0,2}$`)
+	// ansibleVault is an Ansible Vault-encrypted value.
+	ansibleVault = regexp.MustCompile(`^\$ANSIBLE_VAULT;[^\n]*\n[0-9a-fA-F\s]*$`)
 	// sopsValue is a SOPS-encrypted value.
 	sopsValue = regexp.MustCompile(`^ENC\[[A-Z0-9_]+,data:[A-Za-z0-9+/=]*,iv:[A-Za-z0-9+/=]+,tag:[A-Za-z0-9+/=]+,type:[a-z]+\]$`)
 	// reference is a value that only names where a secret comes from: a
@@ -195,6 +201,16 @@ func (p *pass) line(line string, force bool) (masked string, block bool) {
 	if strings.Contains(line, "=") {
 		line = embeddedAssign.ReplaceAllStringFunc(line, func(match string) string {
 			sub := embeddedAssign.FindStringSubmatch(match)
+			if !isSecretKey(sub[1]) || keepValue(p, sub[3]) {
+				return match
+			}
+			p.masked++
+			return sub[1] + sub[2] + Marker
+		})
+	}
+	if strings.Contains(line, ": ") {
+		line = embeddedColon.ReplaceAllStringFunc(line, func(match string) string {
+			sub := embeddedColon.FindStringSubmatch(match)
 			if !isSecretKey(sub[1]) || keepValue(p, sub[3]) {
 				return match
 			}

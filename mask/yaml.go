@@ -70,8 +70,9 @@ func emitYAML(docs []*yaml.Node) ([]byte, error) {
 }
 
 // rewrittenScalars joins the scalars whose parsed text differs from how it
-// is written (quoted with escapes, folded, or spread over lines), so that
-// gitleaks also sees the values as they are meant.
+// is written (quoted with escapes, folded, or plain over several lines), so
+// that gitleaks also sees the values as they are meant. Literal blocks are
+// written as they are meant, only indented, and are left out.
 func rewrittenScalars(docs []*yaml.Node) string {
 	var b strings.Builder
 	var visit func(n *yaml.Node, depth int)
@@ -79,7 +80,8 @@ func rewrittenScalars(docs []*yaml.Node) string {
 		if n == nil || depth > maxDepth {
 			return
 		}
-		if n.Kind == yaml.ScalarNode && (n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n")) {
+		if n.Kind == yaml.ScalarNode && (n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.FoldedStyle) != 0 ||
+			n.Style&yaml.LiteralStyle == 0 && strings.Contains(n.Value, "\n")) {
 			b.WriteString(n.Value)
 			b.WriteByte('\n')
 		}
@@ -150,8 +152,10 @@ func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
 		}
 		switch {
 		case key == "sops" && v.Kind == yaml.MappingNode && (field(v, "mac") != "" || field(v, "version") != ""):
-			// SOPS metadata: encrypted data keys and a MAC, shown as they are.
+			// SOPS metadata holds encrypted data keys and an ENC[...] MAC; it
+			// is walked like anything else, so nothing hides in it.
 			p.encrypted = true
+			p.walk(v, inSecret, depth+1)
 		case isSealed && key == "spec" && v.Kind == yaml.MappingNode:
 			p.sealedSpec(v, inSecret, depth+1)
 		case isSecret && (key == "data" || key == "stringData"):
@@ -173,12 +177,38 @@ func (p *pass) sealedSpec(spec *yaml.Node, inSecret bool, depth int) {
 	for i := 0; i+1 < len(spec.Content); i += 2 {
 		k, v := spec.Content[i], spec.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Value == "encryptedData" {
-			p.encrypted = true
+			p.comments(k)
+			p.ciphertexts(v, depth+1)
 			continue
 		}
 		// Re-walk the pair as a one-entry mapping so keys and values are
 		// judged like anywhere else.
 		p.mapping(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, v}}, inSecret, depth)
+	}
+}
+
+// ciphertexts keeps a SealedSecret's encryptedData values that look like its
+// ciphertext (long base64) and masks anything else found there.
+func (p *pass) ciphertexts(v *yaml.Node, depth int) {
+	if v.Kind != yaml.MappingNode {
+		p.secretValue(v, depth)
+		return
+	}
+	p.comments(v)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		p.comments(k)
+		if k.Kind == yaml.ScalarNode {
+			k.Value = p.text(k.Value, false)
+		} else {
+			p.setMarker(k)
+		}
+		if val.Kind == yaml.ScalarNode && sealedCiphertext.MatchString(val.Value) {
+			p.comments(val)
+			p.encrypted = true
+			continue
+		}
+		p.secretValue(val, depth+1)
 	}
 }
 
@@ -214,9 +244,9 @@ func (p *pass) secretData(v *yaml.Node) {
 
 // secretValue masks the value of a secret-looking key.
 func (p *pass) secretValue(v *yaml.Node, depth int) {
+	p.comments(v)
 	switch v.Kind {
 	case yaml.ScalarNode:
-		p.comments(v)
 		if v.Tag == "!!bool" || v.Tag == "!!null" || keepValue(p, v.Value) {
 			return
 		}
@@ -250,7 +280,7 @@ func (p *pass) maskLeaves(n *yaml.Node, depth int) {
 // key blocks, URL passwords, and secret keys in nested properties, env, YAML
 // or JSON text.
 func (p *pass) scalar(n *yaml.Node) {
-	if sopsValue.MatchString(n.Value) || n.Tag == "!vault" {
+	if sopsValue.MatchString(n.Value) || n.Tag == "!vault" && ansibleVault.MatchString(n.Value) {
 		p.encrypted = true
 		return
 	}
@@ -262,7 +292,7 @@ func (p *pass) scalar(n *yaml.Node) {
 			nv = j
 		}
 	}
-	nv = p.text(nv, false)
+	nv = p.text(nv, strings.Contains(nv, "\n"))
 	if nv != v {
 		n.Value = nv
 		n.Tag = "!!str"
@@ -290,6 +320,7 @@ func (p *pass) nestedJSON(t string) (string, bool) {
 
 // setMarker turns n into the Marker scalar.
 func (p *pass) setMarker(n *yaml.Node) {
+	p.comments(n)
 	if n.Kind == yaml.ScalarNode && n.Value == Marker {
 		return
 	}
