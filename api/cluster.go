@@ -25,8 +25,17 @@ func handleClusterList(log *slog.Logger, clusters *service.Clusters) http.Handle
 // handleGitOpsRepoPut connects the repository Kukie opens pull requests
 // against; it is compared with the apps' sources after normalisation.
 func handleGitOpsRepoPut(log *slog.Logger, clusters *service.Clusters) http.Handler {
+	// auth carries secrets in; they are never encoded back out.
+	type auth struct {
+		Type       string `json:"type"`
+		Username   string `json:"username"`
+		Token      string `json:"token"`
+		PrivateKey string `json:"private_key"`
+		KnownHosts string `json:"known_hosts"`
+	}
 	type request struct {
 		RepoURL *string `json:"repo_url"`
+		Auth    *auth   `json:"auth"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in, err := decode[request](r)
@@ -40,7 +49,12 @@ func handleGitOpsRepoPut(log *slog.Logger, clusters *service.Clusters) http.Hand
 			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
-		c, err := clusters.SetGitOpsRepo(r.Context(), p, chi.URLParam(r, "cluster_id"), *in.RepoURL)
+		var a *service.RepoAuth
+		if in.Auth != nil {
+			a = &service.RepoAuth{Type: in.Auth.Type, Username: in.Auth.Username, Token: in.Auth.Token,
+				PrivateKey: in.Auth.PrivateKey, KnownHosts: in.Auth.KnownHosts}
+		}
+		c, err := clusters.SetGitOpsRepo(r.Context(), p, chi.URLParam(r, "cluster_id"), *in.RepoURL, a)
 		reply(w, r, log, c, err)
 	})
 }

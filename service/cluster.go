@@ -60,6 +60,9 @@ type Cluster struct {
 	Namespaces      []string    `json:"namespaces"`
 	ArgoCDNamespace string      `json:"argocd_namespace"`
 	GitOpsRepo      string      `json:"gitops_repo"`
+	// RepoAuth is how Kukie reads GitOpsRepo (type and fingerprint, never a
+	// secret); set on the answer to connecting it.
+	RepoAuth *RepoAuthView `json:"gitops_repo_auth,omitempty"`
 	// AccessState and AccessReason say whether Kukie's access is in place
 	// (static clusters are always active).
 	AccessState  AccessState `json:"access_state"`
@@ -141,6 +144,20 @@ func ErrClusterNotFound() error {
 type Clusters struct {
 	Store ClusterStore
 	Now   func() time.Time
+	// RepoAuth keeps connected repositories' credentials, sealed with
+	// Sealer (nil Sealer: only auth type none is accepted).
+	RepoAuth RepoAuthStore
+	Sealer   Sealer
+	// RepoCheck verifies a connection before anything is stored (nil: not
+	// checked).
+	RepoCheck RepoChecker
+}
+
+// RepoChecker lists a repository's refs with the given credentials: a
+// wrong token is repo_auth_failed, an unknown host key host_key_mismatch,
+// an unreachable host repo_unreachable.
+type RepoChecker interface {
+	Verify(ctx context.Context, repoURL string, a RepoAuth) error
 }
 
 // List returns the caller's clusters.
@@ -152,10 +169,14 @@ func (s *Clusters) List(ctx context.Context, p Principal) ([]Cluster, error) {
 	return cs, err
 }
 
-// SetGitOpsRepo connects a repository to a cluster ("" disconnects). A URL
-// carrying credentials is refused (RepoURLCredentialProblem): the whole team
-// sees it.
-func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, repoURL string) (Cluster, error) {
+// SetGitOpsRepo connects a repository to a cluster ("" disconnects), with
+// the credentials to read it (nil: anonymous when the URL changes, the
+// stored ones kept when it does not). A URL never carries credentials.
+// Secrets are stored sealed (KUKIE_SECRET_KEYS) and never returned: the
+// answer shows the auth type and a fingerprint. The connection is verified
+// first (list the remote's refs with the credentials and pinned host key);
+// nothing is stored when that fails.
+func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, repoURL string, auth *RepoAuth) (Cluster, error) {
 	var v ValidationErrors
 	checkText(&v, "repo_url", repoURL, false, 2048)
 	if problem := RepoURLCredentialProblem(repoURL); problem != "" {
@@ -167,5 +188,63 @@ func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, re
 	if err := v.Err(); err != nil {
 		return Cluster{}, err
 	}
-	return s.Store.SetGitOpsRepo(ctx, p.TeamID, clusterID, repoURL, s.Now().UTC().Truncate(time.Microsecond))
+	current, err := s.Store.GetCluster(ctx, p.TeamID, clusterID)
+	if err != nil {
+		return Cluster{}, err
+	}
+	if auth != nil && auth.Type != "" && auth.Type != RepoAuthNone {
+		if err := ValidateRepoAuth(*auth); err != nil {
+			return Cluster{}, err
+		}
+		if s.Sealer == nil || s.RepoAuth == nil {
+			return Cluster{}, ErrSecretKeysNotConfigured()
+		}
+	}
+	check := RepoAuth{Type: RepoAuthNone}
+	if auth != nil {
+		check = *auth
+	} else if repoURL == current.GitOpsRepo && s.RepoAuth != nil && s.Sealer != nil {
+		if sealed, err := s.RepoAuth.GetRepoAuth(ctx, p.TeamID, clusterID); err == nil {
+			if check, err = OpenRepoAuth(s.Sealer, sealed); err != nil {
+				return Cluster{}, err
+			}
+		}
+	}
+	if repoURL != "" && s.RepoCheck != nil {
+		if err := s.RepoCheck.Verify(ctx, repoURL, check); err != nil {
+			return Cluster{}, err
+		}
+	}
+	now := s.Now().UTC().Truncate(time.Microsecond)
+	c, err := s.Store.SetGitOpsRepo(ctx, p.TeamID, clusterID, repoURL, now)
+	if err != nil || s.RepoAuth == nil {
+		return c, err
+	}
+	switch {
+	case repoURL == "" || (auth == nil && repoURL != current.GitOpsRepo) || (auth != nil && (auth.Type == "" || auth.Type == RepoAuthNone)):
+		// Credentials belong to the URL they were checked against.
+		if err := s.RepoAuth.DeleteRepoAuth(ctx, p.TeamID, clusterID); err != nil && ErrorCode(err) != ENOTFOUND {
+			return c, err
+		}
+		view := RepoAuthView{Type: RepoAuthNone}
+		if repoURL != "" {
+			c.RepoAuth = &view
+		}
+	case auth != nil:
+		sealed, err := SealRepoAuth(s.Sealer, p.TeamID, clusterID, *auth)
+		if err != nil {
+			return c, err
+		}
+		if sealed, err = s.RepoAuth.PutRepoAuth(ctx, p.TeamID, clusterID, sealed, now); err != nil {
+			return c, err
+		}
+		view := sealed.View()
+		c.RepoAuth = &view
+	default:
+		if sealed, err := s.RepoAuth.GetRepoAuth(ctx, p.TeamID, clusterID); err == nil {
+			view := sealed.View()
+			c.RepoAuth = &view
+		}
+	}
+	return c, nil
 }

@@ -54,7 +54,6 @@ type SourceManifests struct {
 	Notes      []string     `json:"notes"`
 	Error      *SourceError `json:"error,omitempty"`
 	Manifests  string       `json:"manifests"`
-	cacheHit   bool
 }
 
 // SourceError is why one source did not render.

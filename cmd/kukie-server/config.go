@@ -17,6 +17,7 @@ import (
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/netguard"
 	"github.com/kukie/gitops-server/secretbox"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
@@ -55,6 +56,12 @@ type config struct {
 	SwitchRetryBudget time.Duration // KUKIE_SWITCH_RETRY_BUDGET: AccessDenied retried after a stack event
 	ReconcileInterval time.Duration // KUKIE_RECONCILE_INTERVAL: every account reconciled
 	SNSMaxMessageAge  time.Duration // KUKIE_SNS_MAX_MESSAGE_AGE: oldest SNS Timestamp taken
+
+	// GitAllowedPrivateHosts are hosts on private networks the repo tab may
+	// reach (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS); RenderTimeout kills a render
+	// (KUKIE_RENDER_TIMEOUT).
+	GitAllowedPrivateHosts []string
+	RenderTimeout          time.Duration
 
 	// SecretKeys seals and opens stored repository secrets
 	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
@@ -104,6 +111,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		SwitchRetryBudget:  service.DefaultSwitchRetryBudget,
 		ReconcileInterval:  jobs.DefaultReconcileInterval,
 		SNSMaxMessageAge:   sns.DefaultMaxAge,
+		RenderTimeout:      60 * time.Second,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -130,7 +138,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}, {"KUKIE_DETECTION_BUDGET", &c.DetectionBudget},
 		{"KUKIE_JOB_TIMEOUT", &c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", &c.JobRescueAfter},
 		{"KUKIE_SWITCH_RETRY_BUDGET", &c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", &c.ReconcileInterval},
-		{"KUKIE_SNS_MAX_MESSAGE_AGE", &c.SNSMaxMessageAge}} {
+		{"KUKIE_SNS_MAX_MESSAGE_AGE", &c.SNSMaxMessageAge}, {"KUKIE_RENDER_TIMEOUT", &c.RenderTimeout}} {
 		if s := strings.TrimSpace(getenv(d.name)); s != "" {
 			v, err := time.ParseDuration(s)
 			if err != nil || v < 0 {
@@ -174,13 +182,16 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		v    time.Duration
 	}{{"KUKIE_JOB_TIMEOUT", c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", c.JobRescueAfter},
 		{"KUKIE_SWITCH_RETRY_BUDGET", c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", c.ReconcileInterval},
-		{"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}} {
+		{"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}, {"KUKIE_RENDER_TIMEOUT", c.RenderTimeout}} {
 		if d.v == 0 {
 			return c, &configError{d.name, "must be above zero"}
 		}
 	}
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
+	}
+	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
+		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
 	}
 	if s := getenv("KUKIE_SECRET_KEYS"); strings.TrimSpace(s) != "" {
 		if c.SecretKeys, err = secretbox.ParseKeys(s); err != nil {
@@ -283,6 +294,8 @@ func (c config) LogValue() slog.Value {
 		slog.String("reconcile_interval", c.ReconcileInterval.String()),
 		slog.String("sns_max_message_age", c.SNSMaxMessageAge.String()),
 		slog.String("secret_keys", mask(c.SecretKeys.String())),
+		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
+		slog.String("render_timeout", c.RenderTimeout.String()),
 	)
 }
 
@@ -304,4 +317,4 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-var errUsage = errors.New("usage: kukie-server [serve | migrate up [--create-database] | migrate status | version]")
+var errUsage = errors.New("usage: kukie-server [serve | migrate up [--create-database] | migrate status | secrets rekey | version]")

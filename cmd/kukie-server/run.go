@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/ownership"
+	"github.com/kukie/gitops-server/render"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
@@ -52,6 +54,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return migrate(ctx, getenv, args[2], true, stdout)
 		}
 		return errUsage
+	case "render":
+		// The repo tab's renders run here, in a child process of the server
+		// with limits (render.RunChild): one request on stdin, one result on
+		// stdout.
+		if len(args) > 2 {
+			return errUsage
+		}
+		if code := render.ChildMain(os.Stdin, stdout); code != 0 {
+			return fmt.Errorf("render: exit %d", code)
+		}
+		return nil
 	case "secrets":
 		if len(args) == 3 && args[2] == "rekey" {
 			return rekey(ctx, getenv, stdout)
@@ -246,14 +259,21 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 			log.Warn("job queue did not stop cleanly; running jobs were cancelled and will run again", "err", err)
 		}
 	}()
+	argo := &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db}
+	repoView, repos, err := newRepoView(cfg, db, argo)
+	if err != nil {
+		return err
+	}
+	clusters := &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys), RepoCheck: repos}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
 		Verifier: verifier,
 		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector,
 			MutatingTools: cfg.MutatingTools},
 		Teams:         &service.Teams{Store: db, Now: time.Now},
-		Clusters:      &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db},
+		Clusters:      clusters,
+		ArgoCD:        argo,
+		RepoView:      repoView,
 		AccessReviews: reviews,
 		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
 			Registrations: registrations, Switches: switches, Now: time.Now},

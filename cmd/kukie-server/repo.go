@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kukie/gitops-server/gitrepo"
+	"github.com/kukie/gitops-server/mask"
+	"github.com/kukie/gitops-server/netguard"
+	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/store"
+)
+
+// Render limits of the child process besides KUKIE_RENDER_TIMEOUT.
+const (
+	renderMaxOutput = 64 << 20
+	renderMaxMemory = 3 << 30 // address space: the Go runtime needs headroom
+	gitFetchTimeout = 2 * time.Minute
+)
+
+// newRepoView builds the repo tab: Git through the one guarded dialer
+// (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
+// KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
+// this binary (`kukie-server render`).
+func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
+	}
+	masker, err := mask.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
+	}
+	repos := &gitrepo.ClusterRepos{
+		Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext}),
+		Auth:    storedRepoAuth(db, cfg.SecretKeys),
+	}
+	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
+		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
+		ManifestMasker: manifestMasker{masker}}
+	return view, repos, nil
+}
+
+// storedRepoAuth opens a cluster's stored repository credentials (none
+// stored: anonymous).
+func storedRepoAuth(db *store.DB, keys *secretbox.Keyring) func(context.Context, service.Cluster) (service.RepoAuth, error) {
+	return func(ctx context.Context, c service.Cluster) (service.RepoAuth, error) {
+		sealed, err := db.GetRepoAuth(ctx, c.TeamID, c.ID)
+		if service.ErrorCode(err) == service.ENOTFOUND {
+			return service.RepoAuth{}, nil
+		} else if err != nil {
+			return service.RepoAuth{}, err
+		}
+		return service.OpenRepoAuth(sealerOf(keys), sealed)
+	}
+}
+
+type fileMasker struct{ m *mask.Masker }
+
+func (f fileMasker) File(path string, content []byte) []byte { return f.m.File(path, content).Content }
+
+type manifestMasker struct{ m *mask.Masker }
+
+func (f manifestMasker) Manifests(yaml []byte) []byte { return f.m.Manifests(yaml).Content }
+
+// childRenderer renders in a child process of this binary.
+type childRenderer struct {
+	binary string
+	limits render.Limits
+}
+
+func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (service.RenderOutput, error) {
+	var src render.Source
+	if len(in.Spec) > 0 {
+		if err := json.Unmarshal(in.Spec, &src); err != nil {
+			return service.RenderOutput{Code: service.ReasonRenderFailed, Message: "The app's source does not parse."}, nil
+		}
+	}
+	res, err := render.RunChild(ctx, r.binary, []string{"render"}, render.Request{Files: in.Files, RefFiles: in.RefFiles,
+		Source: src, AppName: in.AppName, Namespace: in.Namespace}, r.limits)
+	if err != nil {
+		return service.RenderOutput{}, err
+	}
+	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes}
+	if res.Error != nil {
+		out.Code, out.Reason, out.Message = res.Error.Code, res.Error.Reason, res.Error.Message
+	}
+	return out, nil
+}
+
+// sealerOf is the keyring as a service.Sealer, nil (not a typed nil) when
+// KUKIE_SECRET_KEYS is not set: then only auth type none is accepted.
+func sealerOf(keys *secretbox.Keyring) service.Sealer {
+	if keys == nil {
+		return nil
+	}
+	return keys
+}
