@@ -68,7 +68,9 @@ func BenchmarkRepoTab(b *testing.B) {
 		cache, _ := service.NewSnapshotCache(oneApp{app}, 4, time.Now, nil)
 		store := clusterStore{c: c}
 		repos := &gitrepo.ClusterRepos{Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()}),
-			Auth: func(context.Context, service.Cluster) (service.RepoAuth, error) { return service.RepoAuth{Token: "tok"}, nil }}
+			Auth: func(context.Context, service.Cluster) (service.RepoAuth, error) {
+				return service.RepoAuth{Token: "tok"}, nil
+			}}
 		return &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: repos,
 			Masker: maskFiles{m}, Renderer: inProcessRenderer{}, ManifestMasker: maskFiles{m}}
 	}
