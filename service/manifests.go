@@ -210,7 +210,9 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
 			return p, nil // a failure to run is not cached
 		case out.Code != "":
-			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
+			// A tool's message may quote a template's values: masked too.
+			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code,
+				Message: string(s.Masker.File("render-error.txt", []byte(out.Message)))}
 		default:
 			p.SourceType, p.Manifests = out.SourceType, string(s.ManifestMasker.Manifests(out.Manifests))
 		}

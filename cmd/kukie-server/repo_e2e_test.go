@@ -10,6 +10,7 @@ import (
 
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/gittest"
+	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/internal/pgtest"
 )
 
@@ -128,5 +129,89 @@ func TestRepoTabEndToEnd(t *testing.T) {
 		if strings.Contains(s.logs.String(), secret) {
 			t.Errorf("a planted secret is in the logs")
 		}
+	}
+}
+
+// TestRepoTabManifestsEndToEnd renders an app's Helm chart through the
+// server — a child process of its own binary — at the revision the
+// Application says Argo CD compared, masked; the same commit is not
+// fetched or rendered again.
+func TestRepoTabManifestsEndToEnd(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	commit := repo.Commit(t, map[string]string{
+		"chart/Chart.yaml":  "apiVersion: v2\nname: demo\nversion: 1.0.0\n",
+		"chart/values.yaml": "password: " + planted[0] + "\nreplicas: 1\n",
+		"chart/templates/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-db\n" +
+			"stringData:\n  password: {{ .Values.password }}\n",
+		"chart/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n" +
+			"spec:\n  replicas: {{ .Values.replicas }}\n",
+	}, "chart")
+	git := repo.ServeHTTP(t, gittest.HTTPOptions{AllowAnyCommit: true})
+	k, err := k8stest.Start(k8stest.Options{ArgoCD: true})
+	if err != nil {
+		t.Fatalf("a Kubernetes API server is needed: %v", err)
+	}
+	t.Cleanup(func() { _ = k.Stop() })
+	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: { name: demo, namespace: argocd }
+spec:
+  project: default
+  source: { repoURL: %[1]q, targetRevision: main, path: chart, helm: { parameters: [{ name: replicas, value: "3" }] } }
+  destination: { server: "https://kubernetes.default.svc", namespace: demo }
+status:
+  sync:
+    status: Synced
+    revision: %[2]s
+    comparedTo:
+      source: { repoURL: %[1]q, targetRevision: main, path: chart, helm: { parameters: [{ name: replicas, value: "3" }] } }
+`, git.URL, commit)
+	if err := k.Apply(t.Context(), []byte(app)); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := k.Kubeconfig(k8stest.UserAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, dir+"/demo.kubeconfig", string(kubeconfig))
+	writeFile(t, dir+"/clusters.yaml", "clusters:\n  - {id: demo, team: team-e2e, name: demo, kubeconfig: "+dir+"/demo.kubeconfig, access_level: full}\n")
+	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{
+		"KUKIE_STATIC_CLUSTERS_FILE":      dir + "/clusters.yaml",
+		"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
+	})
+	admin := e2eToken(t, "admin")
+	if status, body := call(t, "PUT", s.public+"/v1/clusters/demo/gitops-repo", admin,
+		fmt.Sprintf(`{"repo_url":%q,"auth":{"type":"none"}}`, git.URL)); status != 200 {
+		t.Fatalf("connect: %d %s", status, body)
+	}
+	get := func() (int, string) {
+		return call(t, "GET", s.public+"/v1/clusters/demo/argocd/applications/demo/manifests", admin, "")
+	}
+	status, body := get()
+	var m struct {
+		RevisionSource string `json:"revision_source"`
+		Sources        []struct {
+			Commit     string
+			SourceType string `json:"source_type"`
+			Manifests  string
+			Error      *struct{ Code, Message string }
+		} `json:"sources"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &m) != nil || len(m.Sources) != 1 || m.Sources[0].Error != nil {
+		t.Fatalf("manifests: %d %s", status, body)
+	}
+	src := m.Sources[0]
+	if m.RevisionSource != "compared" || src.Commit != commit || src.SourceType != "helm" ||
+		!strings.Contains(src.Manifests, "replicas: 3") || !strings.Contains(src.Manifests, "<masked>") ||
+		strings.Contains(src.Manifests, planted[0]) {
+		t.Errorf("manifests = %+v", m)
+	}
+	packs := git.Counts().Packs
+	if status, _ := get(); status != 200 || git.Counts().Packs != packs {
+		t.Errorf("the same commit was fetched again: %d → %d packs", packs, git.Counts().Packs)
+	}
+	if strings.Contains(s.logs.String(), planted[0]) {
+		t.Error("a planted secret is in the logs")
 	}
 }
