@@ -40,6 +40,27 @@ type ManifestRenderer interface {
 	Render(ctx context.Context, in RenderInput) (RenderOutput, error)
 }
 
+// ChartFetcher downloads a chart from a Helm repository (anonymously,
+// through the guarded dialer): its files keyed "<chart>/...".
+type ChartFetcher interface {
+	Chart(ctx context.Context, repoURL, chart, version string) (map[string][]byte, error)
+}
+
+// withPath returns the source spec with path set (a Helm repository
+// chart renders from the folder it was extracted into).
+func withPath(spec json.RawMessage, p string) json.RawMessage {
+	m := map[string]any{}
+	if len(spec) > 0 && json.Unmarshal(spec, &m) != nil {
+		m = map[string]any{}
+	}
+	m["path"] = p
+	out, err := json.Marshal(m)
+	if err != nil {
+		return spec
+	}
+	return out
+}
+
 // ManifestMasker masks rendered multi-document YAML.
 type ManifestMasker interface {
 	Manifests(yaml []byte) []byte
@@ -180,13 +201,29 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		part.Error = &SourceError{Code: code, Message: msg}
 		return part
 	}
+	var files map[string][]byte
+	var err error
+	spec := src.Spec
 	if src.Chart != "" {
-		return fail(ReasonSourceTypeUnsupported, "Charts from Helm repositories ("+src.Chart+") are not rendered yet.")
+		// A chart from a Helm repository: its compared revision is the
+		// chart version (targetRevision, a version or constraint, without
+		// status).
+		if s.Charts == nil {
+			return fail(ReasonSourceTypeUnsupported, "Charts from Helm repositories ("+src.Chart+") are not rendered on this server.")
+		}
+		version := commit
+		if version == "" {
+			version = src.TargetRevision
+		}
+		if files, err = s.Charts.Chart(ctx, src.RepoURL, src.Chart, version); err == nil {
+			commit, spec = version, withPath(src.Spec, src.Chart)
+		}
+	} else {
+		if NormalizeRepoURL(src.RepoURL) != NormalizeRepoURL(c.GitOpsRepo) {
+			return fail(ReasonRepoNotConnected, "The source's repository is not the one connected to this cluster: connect it to see its YAML.")
+		}
+		files, commit, err = s.treeAt(ctx, c, src.TargetRevision, commit)
 	}
-	if NormalizeRepoURL(src.RepoURL) != NormalizeRepoURL(c.GitOpsRepo) {
-		return fail(ReasonRepoNotConnected, "The source's repository is not the one connected to this cluster: connect it to see its YAML.")
-	}
-	files, commit, err := s.treeAt(ctx, c, src.TargetRevision, commit)
 	if err != nil {
 		reason := ErrorReason(err)
 		if reason == "" {
@@ -195,14 +232,14 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return fail(reason, ErrorMessage(err))
 	}
 	part.Commit = commit
-	sum := sha256.Sum256(src.Spec)
-	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(c.GitOpsRepo), commit, hex.EncodeToString(sum[:]), app.Name,
+	sum := sha256.Sum256(spec)
+	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(src.RepoURL), src.Chart, commit, hex.EncodeToString(sum[:]), app.Name,
 		app.Destination.Namespace}, "\x00")
 	if hit, ok := s.renders.get().Get(key); ok {
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
-		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: src.Spec,
+		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
 			AppName: app.Name, Namespace: app.Destination.Namespace})
 		p := part
 		switch {

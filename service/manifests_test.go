@@ -25,6 +25,17 @@ func (r *countingRenderer) Render(_ context.Context, in RenderInput) (RenderOutp
 	return RenderOutput{SourceType: "directory", Manifests: []byte("kind: Secret\ndata:\n  password: hunter2\n")}, nil
 }
 
+// chartRepo serves one chart version.
+type chartRepo struct{ calls atomic.Int32 }
+
+func (r *chartRepo) Chart(_ context.Context, repoURL, chart, version string) (map[string][]byte, error) {
+	r.calls.Add(1)
+	if chart != "redis" || version != "18.1.0" {
+		return nil, ReasonError(ENOTFOUND, ReasonRefNotFound, "No chart "+chart+" "+version+" in "+repoURL+".")
+	}
+	return map[string][]byte{"redis/Chart.yaml": []byte("name: redis\n")}, nil
+}
+
 type maskAll struct{}
 
 func (maskAll) File(_ string, b []byte) []byte { return b }
@@ -43,16 +54,20 @@ func TestManifests(t *testing.T) {
 		ComparedTo: []AppSource{
 			{RepoURL: repo, Path: "apps/ok", Spec: spec(`{"path":"apps/ok"}`)},
 			{RepoURL: repo, Path: "apps/broken", Spec: spec(`{"path":"apps/broken"}`)}}}}
+	chart := Application{ID: "redis", Name: "redis", Namespace: "argocd", Sync: AppSync{Revision: "18.1.0",
+		ComparedTo: []AppSource{{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.*",
+			Spec: spec(`{"repoURL":"https://charts.example.com","chart":"redis","targetRevision":"18.*"}`)}}}}
 	elsewhere := Application{ID: "elsewhere", Name: "elsewhere", Namespace: "argocd",
 		Sources: []AppSource{{RepoURL: "https://github.com/org/other", Path: "x", Spec: spec(`{"path":"x"}`)}}}
-	cache, err := NewSnapshotCache(listApps{apps: []Application{web, multi, elsewhere}}, 4, time.Now, nil)
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web, multi, elsewhere, chart}}, 4, time.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := &oneCluster{c: c}
 	renderer := &countingRenderer{}
+	charts := &chartRepo{}
 	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
-		Masker: maskAll{}, Renderer: renderer, ManifestMasker: maskAll{}}
+		Masker: maskAll{}, Renderer: renderer, ManifestMasker: maskAll{}, Charts: charts}
 	p := Principal{TeamID: "t1"}
 	ctx := context.Background()
 
@@ -78,6 +93,11 @@ func TestManifests(t *testing.T) {
 	a, err := view.ManifestsTool(ctx, p, "c1", "multi", "en")
 	if err != nil || !strings.Contains(a.Text, "render_failed") || strings.Contains(a.Text, "hunter2") {
 		t.Errorf("tool = %+v, %v", a, err)
+	}
+	// A Helm-repository chart renders at the compared chart version.
+	m, err = view.Manifests(ctx, p, "c1", "redis")
+	if err != nil || len(m.Sources) != 1 || m.Sources[0].Commit != "18.1.0" || charts.calls.Load() != 1 {
+		t.Errorf("chart = %+v, %v (%d downloads)", m, err, charts.calls.Load())
 	}
 	if _, err := view.Manifests(ctx, p, "c1", "nope"); ErrorCode(err) != ENOTFOUND {
 		t.Errorf("unknown app: %v", err)

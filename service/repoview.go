@@ -59,6 +59,9 @@ type RepoView struct {
 	// (nil Renderer: manifests are not available).
 	Renderer       ManifestRenderer
 	ManifestMasker ManifestMasker
+	// Charts downloads charts of Helm-repository sources (nil: such
+	// sources are source_type_unsupported).
+	Charts ChartFetcher
 
 	renders renderCache
 }
