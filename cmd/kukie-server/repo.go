@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kukie/gitops-server/gitrepo"
+	"github.com/kukie/gitops-server/helmrepo"
 	"github.com/kukie/gitops-server/mask"
 	"github.com/kukie/gitops-server/netguard"
 	"github.com/kukie/gitops-server/render"
@@ -23,8 +24,8 @@ const (
 	gitFetchTimeout = 2 * time.Minute
 )
 
-// newRepoView builds the repo tab: Git through the one guarded dialer
-// (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
+// newRepoView builds the repo tab: Git and Helm repositories through the
+// one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
 // this binary (`kukie-server render`).
 func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD) (*service.RepoView, *gitrepo.ClusterRepos, error) {
@@ -45,6 +46,7 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD) (*service.RepoV
 		Auth:    storedRepoAuth(db, cfg.SecretKeys),
 	}
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
+		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil
