@@ -13,6 +13,9 @@ const (
 	SettingInstallationID   = "installationID"
 	SettingInstanceLabelKey = "application.instanceLabelKey"
 	SettingTrackingMethod   = "application.resourceTrackingMethod"
+	// SettingKustomizeBuildOptions are the flags Argo CD passes to every
+	// kustomize build (util/settings/settings.go kustomizeBuildOptionsKey).
+	SettingKustomizeBuildOptions = "kustomize.buildOptions"
 	// SettingIgnorePrefix is followed by <group>_<kind> or "all".
 	SettingIgnorePrefix         = "resource.customizations.ignoreDifferences."
 	SettingLegacyCustomizations = "resource.customizations"
@@ -31,7 +34,8 @@ const (
 // legacy repository credentials).
 func SettingKeys(key string) bool {
 	switch key {
-	case SettingInstallationID, SettingInstanceLabelKey, SettingTrackingMethod, SettingLegacyCustomizations:
+	case SettingInstallationID, SettingInstanceLabelKey, SettingTrackingMethod, SettingLegacyCustomizations,
+		SettingKustomizeBuildOptions:
 		return true
 	}
 	return len(key) > len(SettingIgnorePrefix) && key[:len(SettingIgnorePrefix)] == SettingIgnorePrefix
@@ -42,7 +46,7 @@ func SettingKeys(key string) bool {
 // A tracking method other than the three Argo CD knows reads as absent.
 func ParseSettings(data map[string]string) service.ArgoCDSettings {
 	s := service.ArgoCDSettings{Read: true, InstallationID: data[SettingInstallationID],
-		InstanceLabelKey: data[SettingInstanceLabelKey]}
+		InstanceLabelKey: data[SettingInstanceLabelKey], KustomizeBuildOptions: data[SettingKustomizeBuildOptions]}
 	switch m := data[SettingTrackingMethod]; m {
 	case TrackingMethodLabel, TrackingMethodAnnotation, TrackingMethodAnnotationAndLabel:
 		s.TrackingMethod = m

@@ -111,3 +111,14 @@ func FuzzParseSettings(f *testing.F) {
 		}
 	})
 }
+
+// kustomize.buildOptions is kept for the repo tab's kustomize renders.
+func TestParseSettingsKustomizeBuildOptions(t *testing.T) {
+	if !SettingKeys(SettingKustomizeBuildOptions) {
+		t.Error("kustomize.buildOptions is not read")
+	}
+	s := ParseSettings(map[string]string{SettingKustomizeBuildOptions: "--enable-helm --load-restrictor LoadRestrictionsNone"})
+	if s.KustomizeBuildOptions != "--enable-helm --load-restrictor LoadRestrictionsNone" {
+		t.Errorf("build options = %q", s.KustomizeBuildOptions)
+	}
+}

@@ -197,6 +197,9 @@ type ArgoCDSettings struct {
 	// resource.customizations.ignoreDifferences.<group_kind>, ...all and the
 	// legacy resource.customizations; merged with each app's own.
 	IgnoreRules []IgnoreRule
+	// KustomizeBuildOptions is kustomize.buildOptions, passed to every
+	// kustomize render of the repo tab.
+	KustomizeBuildOptions string
 	// Read is false when the ConfigMap could not be read (forbidden or
 	// absent): the defaults apply and Note says why.
 	Read bool

@@ -21,6 +21,8 @@ type RenderInput struct {
 	Spec      json.RawMessage // the source object (Argo CD's field names)
 	AppName   string
 	Namespace string
+	// KustomizeBuildOptions is argocd-cm's kustomize.buildOptions.
+	KustomizeBuildOptions string
 }
 
 // RenderOutput is a render's result; Code is "" on success, else
@@ -153,7 +155,7 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		if src.Ref != "" && src.Path == "" {
 			continue // a values-only source
 		}
-		part := s.renderSource(ctx, c, app, src, revisionAt(revisions, i), refFiles)
+		part := s.renderSource(ctx, c, app, snap.Settings, src, revisionAt(revisions, i), refFiles)
 		rendered = append(rendered, part)
 	}
 	out.Sources = rendered
@@ -194,8 +196,8 @@ func (s *RepoView) treeAt(ctx context.Context, c Cluster, ref, commit string) (m
 
 // renderSource renders one source (from the cache when the same commit
 // and spec were rendered before), masked.
-func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, src AppSource, commit string,
-	refFiles map[string]map[string][]byte) SourceManifests {
+func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, settings ArgoCDSettings, src AppSource,
+	commit string, refFiles map[string]map[string][]byte) SourceManifests {
 	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
 	fail := func(code, msg string) SourceManifests {
 		part.Error = &SourceError{Code: code, Message: msg}
@@ -234,13 +236,13 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 	part.Commit = commit
 	sum := sha256.Sum256(spec)
 	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(src.RepoURL), src.Chart, commit, hex.EncodeToString(sum[:]), app.Name,
-		app.Destination.Namespace}, "\x00")
+		app.Destination.Namespace, settings.KustomizeBuildOptions}, "\x00")
 	if hit, ok := s.renders.get().Get(key); ok {
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
 		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
-			AppName: app.Name, Namespace: app.Destination.Namespace})
+			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: settings.KustomizeBuildOptions})
 		p := part
 		switch {
 		case err != nil:
