@@ -23,6 +23,16 @@ type RenderInput struct {
 	Namespace string
 	// KustomizeBuildOptions is argocd-cm's kustomize.buildOptions.
 	KustomizeBuildOptions string
+	// KubeVersion and APIVersions are the cluster's, for Helm's
+	// Capabilities ("" and nil: Helm's defaults, with a note).
+	KubeVersion string
+	APIVersions []string
+}
+
+// ClusterVersions tells a cluster's Kubernetes version and API versions
+// (from cached discovery), which Argo CD passes to Helm.
+type ClusterVersions interface {
+	ClusterVersion(ctx context.Context, c Cluster) (version string, apiVersions []string, err error)
 }
 
 // RenderOutput is a render's result; Code is "" on success, else
@@ -140,6 +150,12 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 	if len(sources) == 0 || len(revisions) != len(sources) {
 		out.RevisionSource, sources, revisions = "target_revision", app.Sources, nil
 	}
+	var kubeVersion string
+	var apiVersions []string
+	if s.Versions != nil {
+		// Without them Helm's defaults apply (the render says so in a note).
+		kubeVersion, apiVersions, _ = s.Versions.ClusterVersion(ctx, c)
+	}
 	want := NormalizeRepoURL(c.GitOpsRepo)
 	refFiles := map[string]map[string][]byte{}
 	for i, src := range sources {
@@ -155,7 +171,8 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		if src.Ref != "" && src.Path == "" {
 			continue // a values-only source
 		}
-		part := s.renderSource(ctx, c, app, snap.Settings, src, revisionAt(revisions, i), refFiles)
+		part := s.renderSource(ctx, c, app, renderEnv{settings: snap.Settings, kubeVersion: kubeVersion, apiVersions: apiVersions},
+			src, revisionAt(revisions, i), refFiles)
 		rendered = append(rendered, part)
 	}
 	out.Sources = rendered
@@ -196,7 +213,14 @@ func (s *RepoView) treeAt(ctx context.Context, c Cluster, ref, commit string) (m
 
 // renderSource renders one source (from the cache when the same commit
 // and spec were rendered before), masked.
-func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, settings ArgoCDSettings, src AppSource,
+// renderEnv is what a render depends on besides the source and its files.
+type renderEnv struct {
+	settings    ArgoCDSettings
+	kubeVersion string
+	apiVersions []string
+}
+
+func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, env renderEnv, src AppSource,
 	commit string, refFiles map[string]map[string][]byte) SourceManifests {
 	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
 	fail := func(code, msg string) SourceManifests {
@@ -235,14 +259,16 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 	}
 	part.Commit = commit
 	sum := sha256.Sum256(spec)
+	apis := sha256.Sum256([]byte(strings.Join(env.apiVersions, "\n")))
 	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(src.RepoURL), src.Chart, commit, hex.EncodeToString(sum[:]), app.Name,
-		app.Destination.Namespace, settings.KustomizeBuildOptions}, "\x00")
+		app.Destination.Namespace, env.settings.KustomizeBuildOptions, env.kubeVersion, hex.EncodeToString(apis[:])}, "\x00")
 	if hit, ok := s.renders.get().Get(key); ok {
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
 		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
-			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: settings.KustomizeBuildOptions})
+			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
+			KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
 		p := part
 		switch {
 		case err != nil:

@@ -15,14 +15,24 @@ func (l listApps) ListApplications(context.Context, Cluster) (AppRead, error) {
 	return AppRead{Apps: l.apps}, nil
 }
 
-type countingRenderer struct{ n atomic.Int32 }
+type countingRenderer struct {
+	n    atomic.Int32
+	kube atomic.Value // the last KubeVersion rendered with
+}
 
 func (r *countingRenderer) Render(_ context.Context, in RenderInput) (RenderOutput, error) {
 	r.n.Add(1)
+	r.kube.Store(in.KubeVersion + " " + strings.Join(in.APIVersions, ","))
 	if strings.Contains(string(in.Spec), "broken") {
 		return RenderOutput{SourceType: "helm", Code: ReasonRenderFailed, Message: "template: boom"}, nil
 	}
 	return RenderOutput{SourceType: "directory", Manifests: []byte("kind: Secret\ndata:\n  password: hunter2\n")}, nil
+}
+
+type fixedVersions struct{}
+
+func (fixedVersions) ClusterVersion(context.Context, Cluster) (string, []string, error) {
+	return "v1.37.2", []string{"apps/v1", "v1"}, nil
 }
 
 // chartRepo serves one chart version.
@@ -67,7 +77,7 @@ func TestManifests(t *testing.T) {
 	renderer := &countingRenderer{}
 	charts := &chartRepo{}
 	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
-		Masker: maskAll{}, Renderer: renderer, ManifestMasker: maskAll{}, Charts: charts}
+		Masker: maskAll{}, Renderer: renderer, ManifestMasker: maskAll{}, Charts: charts, Versions: fixedVersions{}}
 	p := Principal{TeamID: "t1"}
 	ctx := context.Background()
 
@@ -75,6 +85,9 @@ func TestManifests(t *testing.T) {
 	if err != nil || m.RevisionSource != "compared" || len(m.Sources) != 1 || m.Sources[0].Commit != "abc" ||
 		!strings.Contains(m.Sources[0].Manifests, "<masked>") || strings.Contains(m.Sources[0].Manifests, "hunter2") {
 		t.Fatalf("manifests = %+v, %v", m, err)
+	}
+	if got := renderer.kube.Load(); got != "v1.37.2 apps/v1,v1" {
+		t.Errorf("rendered with cluster versions %q", got)
 	}
 	// Same commit, same spec: answered from the cache, no render.
 	if _, err := view.Manifests(ctx, p, "c1", "web"); err != nil || renderer.n.Load() != 1 {

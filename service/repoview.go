@@ -62,6 +62,9 @@ type RepoView struct {
 	// Charts downloads charts of Helm-repository sources (nil: such
 	// sources are source_type_unsupported).
 	Charts ChartFetcher
+	// Versions gives the cluster's Kubernetes and API versions for Helm
+	// (nil: Helm's defaults).
+	Versions ClusterVersions
 
 	renders renderCache
 }

@@ -88,7 +88,8 @@ func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (serv
 		}
 	}
 	res, err := render.RunChild(ctx, r.binary, []string{"render"}, render.Request{Files: in.Files, RefFiles: in.RefFiles,
-		Source: src, AppName: in.AppName, Namespace: in.Namespace, KustomizeBuildOptions: in.KustomizeBuildOptions}, r.limits)
+		Source: src, AppName: in.AppName, Namespace: in.Namespace, KustomizeBuildOptions: in.KustomizeBuildOptions,
+		KubeVersion: in.KubeVersion, APIVersions: in.APIVersions}, r.limits)
 	if err != nil {
 		return service.RenderOutput{}, err
 	}
