@@ -49,6 +49,15 @@ type Options struct {
 	// TreeCacheBytes bounds the in-memory cache of trees (least recently
 	// used first out). Default: 512 MiB.
 	TreeCacheBytes int64
+	// CacheDir, when set, keeps fetched trees on disk under this directory
+	// (KUKIE_REPO_CACHE_DIR), so a restarted server serves a known commit
+	// without asking the Git server. Entries are keyed by Identity, so
+	// remotes share them only when URL and credentials match. Default: no
+	// disk cache.
+	CacheDir string
+	// CacheBytes bounds the files in CacheDir (least recently used first
+	// out). Default: 1 GiB.
+	CacheBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -86,6 +95,9 @@ func (o Options) withDefaults() Options {
 	if o.TreeCacheBytes <= 0 {
 		o.TreeCacheBytes = 512 << 20
 	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 1 << 30
+	}
 	return o
 }
 
@@ -103,6 +115,9 @@ type Fetcher struct {
 	refs      *simplelru.LRU[string, cachedRefs]
 	trees     *simplelru.LRU[string, *Tree]
 	treeBytes int64
+
+	disk    *diskCache // nil without Options.CacheDir, or when it failed to open
+	diskErr error
 }
 
 type cachedRefs struct {
@@ -122,8 +137,16 @@ func New(opts Options) *Fetcher {
 	}
 	f.refs, _ = simplelru.NewLRU[string, cachedRefs](4096, nil)
 	f.trees, _ = simplelru.NewLRU[string, *Tree](1<<20, func(_ string, t *Tree) { f.treeBytes -= t.Bytes })
+	if opts.CacheDir != "" {
+		f.disk, f.diskErr = openDiskCache(opts.CacheDir, opts.CacheBytes, opts.Now)
+	}
 	return f
 }
+
+// CacheDirErr reports why Options.CacheDir could not be opened, if it
+// could not: the Fetcher then works without a disk cache, and start-up may
+// choose to fail instead.
+func (f *Fetcher) CacheDirErr() error { return f.diskErr }
 
 // uploadSession is what a fetch needs of a transport: the advertisement
 // and packs. go-git's HTTP sessions and sshSession both are one.

@@ -48,8 +48,9 @@ type Symlink struct {
 // Tree returns the files of commit in the remote. It fetches that commit
 // alone at depth 1; when the server will not send a commit by id, it
 // fetches ref ("" is HEAD) at each of Options.DeepenSteps until the commit
-// is in it. Trees are cached by (Identity, commit) and concurrent calls for
-// one are collapsed into one fetch. Errors carry the reasons ListRefs
+// is in it. Trees are cached by (Identity, commit), in memory and, with
+// Options.CacheDir, on disk, and concurrent calls for one are collapsed
+// into one fetch. Errors carry the reasons ListRefs
 // gives, ReasonRefNotFound when the commit is not found, and
 // ReasonRepoTooLarge past a limit.
 func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
@@ -62,12 +63,15 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 	t, ok := f.trees.Get(key)
 	f.mu.Unlock()
 	if ok {
+		if f.disk != nil {
+			f.disk.touch(remote.Identity(), commit)
+		}
 		return t, nil
 	}
 	ch := f.treeFlight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
-		t, err := f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit))
+		t, err := f.loadTree(ctx, remote, ref, commit)
 		if err != nil {
 			return nil, err
 		}
@@ -89,6 +93,25 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 		}
 		return res.Val.(*Tree), nil
 	}
+}
+
+// loadTree reads the tree from the disk cache, or fetches it and writes it
+// there. The disk cache never fails a load: a bad entry is refetched, and
+// a tree that cannot be written is still returned.
+func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
+	if f.disk != nil {
+		if t, ok := f.disk.get(remote.Identity(), commit); ok {
+			return t, nil
+		}
+	}
+	t, err := f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit))
+	if err != nil {
+		return nil, err
+	}
+	if f.disk != nil {
+		_ = f.disk.put(remote.Identity(), t)
+	}
+	return t, nil
 }
 
 func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash) (*Tree, error) {
@@ -246,6 +269,13 @@ func (f *Fetcher) buildTree(st *memory.Storage, commit plumbing.Hash) (*Tree, er
 		t.Files[name] = data
 		t.Bytes += int64(len(data))
 	}
+	resolveLinks(t)
+	return t, nil
+}
+
+// resolveLinks sets each link's Resolved and puts the in-tree file it
+// reaches under the link's own path too.
+func resolveLinks(t *Tree) {
 	for name, l := range t.Symlinks {
 		if target, ok := resolveLink(t.Files, t.Symlinks, name); ok {
 			l.Resolved = target
@@ -253,7 +283,6 @@ func (f *Fetcher) buildTree(st *memory.Storage, commit plumbing.Hash) (*Tree, er
 			t.Files[name] = t.Files[target]
 		}
 	}
-	return t, nil
 }
 
 // resolveLink follows the link at name, and links it leads to, while they
