@@ -94,9 +94,13 @@ type clientSet struct {
 	// mapper caches discovery; expander adds kubectl's short names.
 	mapper   *restmapper.DeferredDiscoveryRESTMapper
 	expander meta.RESTMapper
+	// cached is the mapper's cached discovery, which ClusterVersion reads too.
+	cached discovery.CachedDiscoveryInterfaceWithContext
 
 	mu        sync.Mutex
 	lastReset time.Time // of the cached discovery, after a kind matched nothing
+
+	version versionCache // ClusterVersion's, under its own lock
 }
 
 // NewReader returns a reader connecting through connector.
@@ -149,7 +153,8 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 	cached := memory.NewMemCacheClient(disc)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	cs := &clientSet{dyn: dyn, disc: disc, mapper: mapper,
-		expander: restmapper.NewShortcutExpander(mapper, cached, func(string) {})}
+		expander: restmapper.NewShortcutExpander(mapper, cached, func(string) {}),
+		cached:   discovery.ToCachedDiscoveryInterfaceWithContext(cached)}
 	r.clients.Add(key, cs)
 	return cs, nil
 }
@@ -220,16 +225,10 @@ func (r *Reader) list(ctx context.Context, cs *clientSet, c service.Cluster) (se
 // discovery call (open to every authenticated user) to tell "not installed"
 // from "not allowed".
 func (r *Reader) classify(ctx context.Context, cs *clientSet, c service.Cluster, err error) error {
-	if se := connectorError(err); se != nil {
+	if se := connectionError(c, err); se != nil {
 		return se
 	}
 	switch {
-	case apierrors.IsUnauthorized(err) && c.Kind == service.ClusterEKS:
-		// The token was renewed once already (the EKS connector retries a
-		// 401): the cluster no longer accepts Kukie's access.
-		return reasonError(service.EUPSTREAM, ReasonUnauthorized, "The EKS cluster refuses Kukie's credentials; its access entry may have been removed.", err)
-	case unreachable(err):
-		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	case apierrors.IsForbidden(err):
 		resources, derr := cs.disc.ServerResourcesForGroupVersion(applicationsGVR.GroupVersion().String())
 		switch {
@@ -246,6 +245,24 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, c service.Cluster,
 		return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
 	}
 	return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", err)
+}
+
+// connectionError classifies the failures of any cluster call that mean
+// the cluster cannot be used now — the connector's own, an EKS cluster
+// refusing Kukie's token, unreachable — or returns nil.
+func connectionError(c service.Cluster, err error) error {
+	if se := connectorError(err); se != nil {
+		return se
+	}
+	switch {
+	case apierrors.IsUnauthorized(err) && c.Kind == service.ClusterEKS:
+		// The token was renewed once already (the EKS connector retries a
+		// 401): the cluster no longer accepts Kukie's access.
+		return reasonError(service.EUPSTREAM, ReasonUnauthorized, "The EKS cluster refuses Kukie's credentials; its access entry may have been removed.", err)
+	case unreachable(err):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
+	}
+	return nil
 }
 
 // msgUnreachable is what clients are told when a cluster cannot be reached.
