@@ -62,6 +62,11 @@ type config struct {
 	// (KUKIE_RENDER_TIMEOUT).
 	GitAllowedPrivateHosts []string
 	RenderTimeout          time.Duration
+	// RepoCacheDir keeps fetched trees on disk across restarts
+	// (KUKIE_REPO_CACHE_DIR, "" for memory only), at most RepoCacheBytes
+	// (KUKIE_REPO_CACHE_BYTES, default 1 GiB).
+	RepoCacheDir   string
+	RepoCacheBytes int64
 
 	// SecretKeys seals and opens stored repository secrets
 	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
@@ -190,6 +195,14 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
+	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
+	if s := strings.TrimSpace(getenv("KUKIE_REPO_CACHE_BYTES")); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1<<20 {
+			return c, &configError{"KUKIE_REPO_CACHE_BYTES", "must be a whole number of bytes, at least 1048576"}
+		}
+		c.RepoCacheBytes = n
+	}
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
 	}
@@ -296,6 +309,8 @@ func (c config) LogValue() slog.Value {
 		slog.String("secret_keys", mask(c.SecretKeys.String())),
 		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
 		slog.String("render_timeout", c.RenderTimeout.String()),
+		slog.String("repo_cache_dir", c.RepoCacheDir),
+		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
 	)
 }
 

@@ -49,6 +49,9 @@ func TestConfigErrors(t *testing.T) {
 		{"RetryBudgetZero", map[string]string{"KUKIE_SWITCH_RETRY_BUDGET": "0s"}, "KUKIE_SWITCH_RETRY_BUDGET"},
 		{"ReconcileIntervalZero", map[string]string{"KUKIE_RECONCILE_INTERVAL": "0"}, "KUKIE_RECONCILE_INTERVAL"},
 		{"SNSMaxAgeBad", map[string]string{"KUKIE_SNS_MAX_MESSAGE_AGE": "an hour"}, "KUKIE_SNS_MAX_MESSAGE_AGE"},
+		{"AllowedHostWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.internal:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
+		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ const (
 // one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
 // this binary (`kukie-server render`).
-func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -41,12 +41,15 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD) (*service.RepoV
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
 	}
-	repos := &gitrepo.ClusterRepos{
-		Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext}),
-		Auth:    storedRepoAuth(db, cfg.SecretKeys),
+	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
+		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes})
+	if err := fetcher.CacheDirErr(); err != nil {
+		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
+	repos := &gitrepo.ClusterRepos{Fetcher: fetcher, Auth: storedRepoAuth(db, cfg.SecretKeys)}
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
+		Versions:       versions,
 		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil

@@ -260,7 +260,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		}
 	}()
 	argo := &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db}
-	repoView, repos, err := newRepoView(cfg, db, argo)
+	repoView, repos, err := newRepoView(cfg, db, argo, reader)
 	if err != nil {
 		return err
 	}
