@@ -64,12 +64,15 @@ func TestManifests(t *testing.T) {
 		ComparedTo: []AppSource{
 			{RepoURL: repo, Path: "apps/ok", Spec: spec(`{"path":"apps/ok"}`)},
 			{RepoURL: repo, Path: "apps/broken", Spec: spec(`{"path":"apps/broken"}`)}}}}
+	// The same app after a new commit was compared.
+	webNext := web
+	webNext.ID, webNext.Sync.Revision = "web-next", "def"
 	chart := Application{ID: "redis", Name: "redis", Namespace: "argocd", Sync: AppSync{Revision: "18.1.0",
 		ComparedTo: []AppSource{{RepoURL: "https://charts.example.com", Chart: "redis", TargetRevision: "18.*",
 			Spec: spec(`{"repoURL":"https://charts.example.com","chart":"redis","targetRevision":"18.*"}`)}}}}
 	elsewhere := Application{ID: "elsewhere", Name: "elsewhere", Namespace: "argocd",
 		Sources: []AppSource{{RepoURL: "https://github.com/org/other", Path: "x", Spec: spec(`{"path":"x"}`)}}}
-	cache, err := NewSnapshotCache(listApps{apps: []Application{web, multi, elsewhere, chart}}, 4, time.Now, nil)
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web, multi, elsewhere, chart, webNext}}, 4, time.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +95,10 @@ func TestManifests(t *testing.T) {
 	// Same commit, same spec: answered from the cache, no render.
 	if _, err := view.Manifests(ctx, p, "c1", "web"); err != nil || renderer.n.Load() != 1 {
 		t.Errorf("second call rendered again: %d renders, %v", renderer.n.Load(), err)
+	}
+	// A new commit is rendered (once).
+	if m, err := view.Manifests(ctx, p, "c1", "web-next"); err != nil || m.Sources[0].Commit != "def" || renderer.n.Load() != 2 {
+		t.Errorf("new commit: %+v, %v, %d renders", m, err, renderer.n.Load())
 	}
 	// Multi-source: each source's error beside the ones that rendered.
 	m, err = view.Manifests(ctx, p, "c1", "multi")
