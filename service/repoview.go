@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // The repo tab's failures, as problem codes.
@@ -67,6 +71,25 @@ type RepoView struct {
 	Versions ClusterVersions
 
 	renders renderCache
+	files   fileCache
+}
+
+// fileCache keeps masked files by (team, repository, commit, path), so a
+// warm answer does no scanning. Only files up to maxCachedFile are kept,
+// which bounds it to about 128 MiB.
+type fileCache struct {
+	once  sync.Once
+	cache *lru.Cache[string, string]
+}
+
+const (
+	maxCachedFile  = 256 << 10
+	maxCachedFiles = 512
+)
+
+func (c *fileCache) get() *lru.Cache[string, string] {
+	c.once.Do(func() { c.cache, _ = lru.New[string, string](maxCachedFiles) })
+	return c.cache
 }
 
 // RepoTree is the folder listing of the connected repository at a commit.
@@ -193,7 +216,15 @@ func (s *RepoView) File(ctx context.Context, p Principal, clusterID, file, ref s
 			body = body[:len(body)-1]
 		}
 	}
+	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(c.GitOpsRepo), commit, name, strconv.FormatBool(f.Truncated)}, "\x00")
+	if masked, ok := s.files.get().Get(key); ok {
+		f.Content = masked
+		return f, nil
+	}
 	f.Content = string(s.Masker.File(name, body))
+	if len(body) <= maxCachedFile {
+		s.files.get().Add(key, f.Content)
+	}
 	return f, nil
 }
 

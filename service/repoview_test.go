@@ -25,10 +25,13 @@ func (f fakeFetcher) Tree(context.Context, Cluster, string, string) (map[string]
 	return f.files, nil
 }
 
-// upperMasker "masks" by replacing the word secret, so tests see it ran.
-type upperMasker struct{}
+// upperMasker "masks" by replacing a planted word, and counts its scans.
+type upperMasker struct{ scans *int }
 
-func (upperMasker) File(_ string, b []byte) []byte {
+func (m upperMasker) File(_ string, b []byte) []byte {
+	if m.scans != nil {
+		*m.scans++
+	}
 	return []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))
 }
 
@@ -50,6 +53,17 @@ func TestRepoView(t *testing.T) {
 	f, err := v.File(ctx, p, "c1", "/apps/web/values.yaml", "main")
 	if err != nil || f.Content != "password: <masked>\n" || f.Binary || f.Path != "apps/web/values.yaml" {
 		t.Errorf("file = %+v, %v", f, err)
+	}
+	// A warm answer does no scanning: the masked file is cached.
+	scans := 0
+	v.Masker = upperMasker{scans: &scans}
+	for range 3 {
+		if f, err := v.File(ctx, p, "c1", "apps/web/values.yaml", "main"); err != nil || f.Content != "password: <masked>\n" {
+			t.Fatalf("warm file = %+v, %v", f, err)
+		}
+	}
+	if scans != 0 {
+		t.Errorf("%d scans for a cached file, want 0", scans)
 	}
 	if f, err := v.File(ctx, p, "c1", "bin/logo.png", ""); err != nil || !f.Binary || f.Content != "" || f.Size != 6 {
 		t.Errorf("binary = %+v, %v", f, err)
