@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +169,44 @@ func TestConfigSwitchSettings(t *testing.T) {
 	if c.JobTimeout != 3*time.Second || c.JobRescueAfter != 10*time.Second || c.SwitchRetryBudget != time.Second ||
 		c.ReconcileInterval != 90*time.Second || c.SNSMaxMessageAge != 15*time.Minute {
 		t.Errorf("set: %+v", c)
+	}
+}
+
+// Every variable the server reads is documented in the README's
+// Configuration table and in docs/operations.md, and those name no variable
+// the server does not read.
+func TestConfigDocumented(t *testing.T) {
+	read := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	variable := regexp.MustCompile(`KUKIE_[A-Z0-9_]+`)
+	code := map[string]bool{}
+	for _, f := range []string{"config.go", "run.go"} {
+		for _, m := range regexp.MustCompile(`"(KUKIE_[A-Z0-9_]+)"`).FindAllStringSubmatch(read(f), -1) {
+			code[m[1]] = true
+		}
+	}
+	// Variables of the build and test tooling, not of the server.
+	tooling := map[string]bool{"KUKIE_TEST_DATABASE_URL": true, "KUKIE_K8S_ASSETS": true, "KUKIE_TOOLS_CACHE": true}
+	readme, ops := read("../../README.md"), read("../../docs/operations.md")
+	for v := range code {
+		if !strings.Contains(readme, "| `"+v+"` |") {
+			t.Errorf("%s is missing from the README's Configuration table", v)
+		}
+		if !strings.Contains(ops, "`"+v+"`") {
+			t.Errorf("%s is missing from docs/operations.md", v)
+		}
+	}
+	for _, doc := range []struct{ name, text string }{{"README.md", readme}, {"docs/operations.md", ops}} {
+		for _, v := range variable.FindAllString(doc.text, -1) {
+			if !code[v] && !tooling[v] {
+				t.Errorf("%s names %s, which the server does not read", doc.name, v)
+			}
+		}
 	}
 }
