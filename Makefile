@@ -4,16 +4,15 @@
 run: ## Run the server at once (tokens and curl lines printed); the sandbox cluster attaches when `make tools` is done.
 	./scripts/dev-run.sh
 
-test: tools ## All tests, against the local PostgreSQL and the built kube-apiserver.
+test: tools build ## All tests, against the local PostgreSQL and the built kube-apiserver (and the release binary, which deploy/dockerfile_test.go checks).
 	./scripts/ensure-postgres.sh
 	go test -race -count=1 -timeout 20m ./...
 
 tools: ## Build kube-apiserver and etcd into a cache outside the repo (~10 min cold, then instant).
 	./scripts/tools.sh
 
-bench: tools ## Argo CD, ownership and history benchmarks (about 8 minutes); prints Markdown tables.
+bench: tools build ## Argo CD, ownership and history benchmarks (about 8 minutes); prints Markdown tables.
 	./scripts/ensure-postgres.sh
-	go build -o bin/kukie-server ./cmd/kukie-server
 	go run ./cmd/kukie-bench -server bin/kukie-server
 	go run ./cmd/kukie-bench history
 
