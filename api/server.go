@@ -31,6 +31,9 @@ type Deps struct {
 	// RepoView serves the repo tab and the read tools (nil: not configured).
 	RepoView *service.RepoView
 	Metrics  *Metrics
+	// Now is the clock of the SNS webhook's per-source rate limit
+	// (default time.Now).
+	Now func() time.Time
 	// RequestTimeout bounds each /v1 request's context (default 30 s).
 	RequestTimeout time.Duration
 }
@@ -51,7 +54,7 @@ func NewServer(d Deps) http.Handler {
 	})
 	authn := authenticate(d.Logger, d.Verifier)
 	limits := limitBody(d.RequestTimeout)
-	for _, rt := range routes(d, newSourceLimiter()) {
+	for _, rt := range routes(d, newSourceLimiter(d.Now)) {
 		h := rt.handler
 		if !rt.public {
 			h = limits(authn(authorize(rt.roles, rt.humanOnly)(h)))

@@ -32,14 +32,19 @@ const (
 // seen addresses forgotten first.
 type sourceLimiter struct {
 	buckets *lru.Cache[string, *rate.Limiter]
+	now     func() time.Time
 }
 
-func newSourceLimiter() *sourceLimiter {
+// newSourceLimiter refills its buckets by now's clock (nil: time.Now).
+func newSourceLimiter(now func() time.Time) *sourceLimiter {
 	c, err := lru.New[string, *rate.Limiter](webhookLimiterCache)
 	if err != nil {
 		panic(err) // only for a non-positive size
 	}
-	return &sourceLimiter{buckets: c}
+	if now == nil {
+		now = time.Now
+	}
+	return &sourceLimiter{buckets: c, now: now}
 }
 
 func (l *sourceLimiter) allow(remoteAddr string) bool {
@@ -54,7 +59,7 @@ func (l *sourceLimiter) allow(remoteAddr string) bool {
 			b = prev
 		}
 	}
-	return b.Allow()
+	return b.AllowN(l.now(), 1)
 }
 
 // handleSNSWebhook takes Amazon SNS deliveries of customers' CloudFormation

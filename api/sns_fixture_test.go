@@ -163,6 +163,7 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 		t.Fatal(err)
 	}
 	f.handler = NewServer(Deps{
+		Now:      f.clock.Now, // the rate limit refills only when the test moves the clock
 		Logger:   logger,
 		Verifier: tokens,
 		Accounts: &service.Accounts{Store: served, Teams: served, Switches: f.switches, Now: time.Now},
