@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -123,6 +124,12 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	log := newLogger(stdout, cfg.LogLevel)
 	klog.SetSlogLogger(log.With("component", "client-go")) // client-go's own messages as JSON too
 	log.Info("starting", "version", version, "config", cfg)
+	// The Go memory limit follows the container's (90% of its cgroup
+	// limit; GOMEMLIMIT, when set, wins), so the garbage collector keeps
+	// the heap under the pod's limit instead of the kernel killing it.
+	if limit, err := memlimit.SetGoMemLimitWithOpts(memlimit.WithLogger(log.With("component", "memlimit"))); err == nil {
+		log.Info("Go memory limit set from the container", "bytes", limit)
+	}
 
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
