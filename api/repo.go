@@ -14,32 +14,34 @@ func errRepoTabOff() error {
 	return service.ReasonError(service.EUPSTREAM, service.ReasonRepoUnreachable, "The repository cannot be read from this server.")
 }
 
-// handleRepoTree lists the connected repository's folders with the apps
-// that use them.
-func handleRepoTree(log *slog.Logger, view *service.RepoView) http.Handler {
+// repoHandler answers a repo tab route with what answer returns, or
+// repo_unreachable when the server has no repo tab configured.
+func repoHandler(log *slog.Logger, view *service.RepoView, answer func(*http.Request, service.Principal) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if view == nil {
 			writeError(w, r, log, errRepoTabOff())
 			return
 		}
 		p, _ := service.PrincipalFromContext(r.Context())
+		v, err := answer(r, p)
+		reply(w, r, log, v, err)
+	})
+}
+
+// handleRepoTree lists the connected repository's folders with the apps
+// that use them.
+func handleRepoTree(log *slog.Logger, view *service.RepoView) http.Handler {
+	return repoHandler(log, view, func(r *http.Request, p service.Principal) (any, error) {
 		q := r.URL.Query()
-		t, err := view.Tree(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("ref"), q.Get("path"))
-		reply(w, r, log, t, err)
+		return view.Tree(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("ref"), q.Get("path"))
 	})
 }
 
 // handleRepoFile answers one file of the connected repository, masked.
 func handleRepoFile(log *slog.Logger, view *service.RepoView) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if view == nil {
-			writeError(w, r, log, errRepoTabOff())
-			return
-		}
-		p, _ := service.PrincipalFromContext(r.Context())
+	return repoHandler(log, view, func(r *http.Request, p service.Principal) (any, error) {
 		q := r.URL.Query()
-		f, err := view.File(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("path"), q.Get("ref"))
-		reply(w, r, log, f, err)
+		return view.File(r.Context(), p, chi.URLParam(r, "cluster_id"), q.Get("path"), q.Get("ref"))
 	})
 }
 
@@ -93,14 +95,8 @@ func toolHandler(log *slog.Logger, view *service.RepoView, run func(*http.Reques
 // handleAppManifests answers the YAML an app applies, rendered per source
 // and masked.
 func handleAppManifests(log *slog.Logger, view *service.RepoView) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if view == nil {
-			writeError(w, r, log, errRepoTabOff())
-			return
-		}
-		p, _ := service.PrincipalFromContext(r.Context())
-		m, err := view.Manifests(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
-		reply(w, r, log, m, err)
+	return repoHandler(log, view, func(r *http.Request, p service.Principal) (any, error) {
+		return view.Manifests(r.Context(), p, chi.URLParam(r, "cluster_id"), chi.URLParam(r, "app_id"))
 	})
 }
 

@@ -197,18 +197,24 @@ func (p *pass) ciphertexts(v *yaml.Node, depth int) {
 	p.comments(v)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
-		p.comments(k)
-		if k.Kind == yaml.ScalarNode {
-			k.Value = p.text(k.Value, false)
-		} else {
-			p.setMarker(k)
-		}
+		p.secretKey(k)
 		if val.Kind == yaml.ScalarNode && sealedCiphertext.MatchString(val.Value) {
 			p.comments(val)
 			p.encrypted = true
 			continue
 		}
 		p.secretValue(val, depth+1)
+	}
+}
+
+// secretKey keeps a key of a secret mapping visible (its text still
+// scanned) unless it is not a plain scalar, which is masked whole.
+func (p *pass) secretKey(k *yaml.Node) {
+	p.comments(k)
+	if k.Kind == yaml.ScalarNode {
+		k.Value = p.text(k.Value, false)
+	} else {
+		p.setMarker(k)
 	}
 }
 
@@ -224,12 +230,7 @@ func (p *pass) secretData(v *yaml.Node) {
 	p.comments(v)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
-		p.comments(k)
-		if k.Kind == yaml.ScalarNode {
-			k.Value = p.text(k.Value, false)
-		} else {
-			p.setMarker(k)
-		}
+		p.secretKey(k)
 		if val.Kind == yaml.ScalarNode && sopsValue.MatchString(val.Value) {
 			p.encrypted = true
 			continue
