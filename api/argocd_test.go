@@ -262,9 +262,34 @@ func TestClusterAccessProblems(t *testing.T) {
 
 func TestSidebar(t *testing.T) {
 	a := newArgoAPI(t)
+	tok := token(t, "alice", "team-a", "member")
 	var sb service.Sidebar
-	a.do("GET", "/v1/argocd/clusters", token(t, "alice", "team-a", "member"), nil, nil).decode(t, &sb)
-	if len(sb.Clusters) != 1 || sb.Clusters[0].ID != "prod-eks" || sb.Clusters[0].Summary.Total != 12 {
+	// The first sidebar answers at once: no FULL cluster was read yet.
+	a.do("GET", "/v1/argocd/clusters", tok, nil, nil).decode(t, &sb)
+	if len(sb.Clusters) != 4 || len(sb.Unavailable) != 0 {
+		t.Fatalf("first sidebar: clusters %+v, unavailable %+v; want 4 pending cards", sb.Clusters, sb.Unavailable)
+	}
+	for _, c := range sb.Clusters {
+		if c.State != service.CardPending || c.Summary != nil || c.FetchedAt != nil {
+			t.Errorf("first card %+v, want pending", c)
+		}
+	}
+	// The app polls; the background reads finish (the deadline only catches a hang).
+	deadline := time.Now().Add(time.Minute)
+	for pending := true; pending; {
+		if time.Now().After(deadline) {
+			t.Fatalf("cards still pending after a minute: %+v", sb.Clusters)
+		}
+		time.Sleep(20 * time.Millisecond)
+		sb = service.Sidebar{}
+		a.do("GET", "/v1/argocd/clusters", tok, nil, nil).decode(t, &sb)
+		pending = false
+		for _, c := range sb.Clusters {
+			pending = pending || c.State == service.CardPending
+		}
+	}
+	if len(sb.Clusters) != 1 || sb.Clusters[0].ID != "prod-eks" || sb.Clusters[0].Summary == nil ||
+		sb.Clusters[0].Summary.Total != 12 || sb.Clusters[0].State != service.CardFresh || sb.Clusters[0].FetchedAt == nil {
 		t.Errorf("clusters = %+v", sb.Clusters)
 	}
 	if len(sb.Limited) != 1 || sb.Limited[0].ID != "limited-cl" {

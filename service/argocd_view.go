@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -14,11 +15,13 @@ type ArgoCD struct {
 	Cache    *SnapshotCache
 	Detector OwnershipDetector
 	Plans    PlanStore // for the apps' Kukie history
-	// Parallel bounds the clusters the sidebar reads at once (default 8);
-	// SidebarBudget bounds the whole sidebar (default 12 s): clusters not
-	// read by then are listed as unavailable, not a failed response.
-	Parallel      int
-	SidebarBudget time.Duration
+	// Parallel bounds the clusters the sidebar reads at once in the
+	// background (default 8).
+	Parallel int
+
+	initBackground sync.Once
+	background     chan struct{} // one slot per background read
+	reading        sync.Map      // cluster keys read in the background now
 }
 
 // AppList is a cluster's app list with its summary.
@@ -68,7 +71,7 @@ func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refres
 		return AppList{}, err
 	}
 	summary := snap.Summary
-	summary.KukieRepo = kukieRepo(cl, snap.Apps)
+	summary.KukieRepo = kukieRepo(cl, summary)
 	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo}, nil
 }
 
@@ -159,29 +162,40 @@ func (s *ArgoCD) Ownership(ctx context.Context, p Principal, clusterID string, t
 	return s.Detector.Detect(ctx, cl, targets, lang), nil
 }
 
-// kukieRepo says whether any app deploys from the repo connected to Kukie.
-func kukieRepo(cl Cluster, apps []Application) KukieRepo {
+// kukieRepo says whether any app deploys from the repo connected to Kukie,
+// from the summary's source repos (one per repo however it is written).
+func kukieRepo(cl Cluster, summary AppSummary) KukieRepo {
 	r := KukieRepo{URL: cl.GitOpsRepo}
 	want := NormalizeRepoURL(cl.GitOpsRepo)
 	if want == "" {
 		return r
 	}
-	for _, a := range apps {
-		for _, src := range a.Sources {
-			if NormalizeRepoURL(src.RepoURL) == want {
-				r.Connected = true
-				return r
-			}
+	for _, u := range summary.SourceRepos {
+		if NormalizeRepoURL(u) == want {
+			r.Connected = true
+			return r
 		}
 	}
 	return r
 }
 
-// SidebarCluster is a cluster with Argo CD and its summary.
+// Card states of the sidebar.
+const (
+	CardFresh   = "fresh"   // read within the TTL
+	CardStale   = "stale"   // older; a read is under way in the background
+	CardPending = "pending" // never read yet; a read is under way
+)
+
+// SidebarCluster is a cluster with Argo CD, as the latest read of any
+// replica found it.
 type SidebarCluster struct {
-	ID      string     `json:"id"`
-	Name    string     `json:"name"`
-	Summary AppSummary `json:"summary"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Summary is nil while the card is pending.
+	Summary *AppSummary `json:"summary"`
+	// FetchedAt is when the shown read started; nil while pending.
+	FetchedAt *time.Time `json:"fetched_at"`
+	State     string     `json:"state"`
 }
 
 // SidebarRef names a cluster left out of the Argo CD list.
@@ -198,76 +212,135 @@ type Sidebar struct {
 	Unavailable []SidebarRef     `json:"unavailable"`
 }
 
-// Sidebar reads every FULL cluster of the team (in parallel, bounded) and
-// groups them: with Argo CD, LIMITED (not queried), or unavailable with the
-// reason of the failed read.
+// sidebarCard is the newest known read of one cluster.
+type sidebarCard struct {
+	known     bool
+	summary   AppSummary
+	reason    string // the failed read's reason; "" when good
+	fetchedAt time.Time
+	age       time.Duration
+}
+
+// Sidebar answers at once from what is known of each FULL cluster — the
+// shared snapshot rows (any replica's reads) and this replica's cache —
+// and groups them: with Argo CD (fresh, stale or pending), LIMITED (not
+// queried), or unavailable with the reason of the failed read. Clusters
+// never read or older than the TTL are read in the background, at most
+// Parallel at once, through the cache (so never more often than its bound).
 func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 	clusters, err := s.Clusters.ListClusters(ctx, p.TeamID)
 	if err != nil {
 		return Sidebar{}, err
 	}
-	out := Sidebar{Clusters: []SidebarCluster{}, Limited: []SidebarRef{}, Unavailable: []SidebarRef{}}
-	parallel := s.Parallel
-	if parallel <= 0 {
-		parallel = 8
-	}
-	type result struct {
-		ok     *SidebarCluster
-		failed *SidebarRef
-	}
-	budget := s.SidebarBudget
-	if budget <= 0 {
-		budget = 12 * time.Second
-	}
-	readCtx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	results := make([]result, len(clusters))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, cl := range clusters {
-		if cl.AccessLevel != AccessFull || !cl.Readable() {
-			continue
+	shared := map[string]SharedCard{}
+	if s.Cache.Shared != nil {
+		cards, err := s.Cache.Shared.Cards(ctx, p.TeamID)
+		if err != nil && ctx.Err() != nil {
+			return Sidebar{}, ctx.Err()
 		}
-		wg.Go(func() {
-			unread := &SidebarRef{ID: cl.ID, Name: cl.Name, Reason: "cluster_unreachable"}
-			select {
-			case sem <- struct{}{}:
-			case <-readCtx.Done():
-				results[i].failed = unread // not read within the budget
-				return
+		// A failed table leaves the local cache: the sidebar still answers.
+		for _, c := range cards {
+			if c.SchemaVersion == SnapshotSchemaVersion && c.Written {
+				shared[c.ClusterID] = c
 			}
-			defer func() { <-sem }()
-			snap := s.Cache.Get(readCtx, cl, false)
-			if snap.Err != nil {
-				reason := ErrorReason(snap.Err)
-				if reason == "" && readCtx.Err() != nil {
-					reason = "cluster_unreachable"
-				} else if reason == "" {
-					reason = "internal"
-				}
-				results[i].failed = &SidebarRef{ID: cl.ID, Name: cl.Name, Reason: reason}
-				return
-			}
-			summary := snap.Summary
-			summary.KukieRepo = kukieRepo(cl, snap.Apps)
-			results[i].ok = &SidebarCluster{ID: cl.ID, Name: cl.Name, Summary: summary}
-		})
+		}
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Sidebar{}, err
-	}
-	for i, cl := range clusters {
+	out := Sidebar{Clusters: []SidebarCluster{}, Limited: []SidebarRef{}, Unavailable: []SidebarRef{}}
+	for _, cl := range clusters {
 		switch {
 		case !cl.Readable():
 			out.Unavailable = append(out.Unavailable, SidebarRef{ID: cl.ID, Name: cl.Name, Reason: string(cl.AccessState)})
+			continue
 		case cl.AccessLevel != AccessFull:
 			out.Limited = append(out.Limited, SidebarRef{ID: cl.ID, Name: cl.Name})
-		case results[i].ok != nil:
-			out.Clusters = append(out.Clusters, *results[i].ok)
+			continue
+		}
+		card := s.card(cl, shared)
+		var maxAge time.Duration
+		if card.known {
+			maxAge = s.Cache.maxAge(cardErr(card.reason), false)
+		}
+		if !card.known || card.age >= maxAge {
+			s.readInBackground(cl)
+		}
+		switch {
+		case !card.known:
+			out.Clusters = append(out.Clusters, SidebarCluster{ID: cl.ID, Name: cl.Name, State: CardPending})
+		case card.reason != "":
+			out.Unavailable = append(out.Unavailable, SidebarRef{ID: cl.ID, Name: cl.Name, Reason: card.reason})
 		default:
-			out.Unavailable = append(out.Unavailable, *results[i].failed)
+			summary := card.summary
+			summary.KukieRepo = kukieRepo(cl, summary)
+			at := card.fetchedAt.UTC()
+			state := CardFresh
+			if card.age >= maxAge {
+				state = CardStale
+			}
+			out.Clusters = append(out.Clusters, SidebarCluster{ID: cl.ID, Name: cl.Name, Summary: &summary, FetchedAt: &at, State: state})
 		}
 	}
 	return out, nil
+}
+
+// cardErr stands for a failed read of this reason in maxAge.
+func cardErr(reason string) error {
+	if reason == "" {
+		return nil
+	}
+	return ReasonError(EUPSTREAM, reason, "")
+}
+
+// card is the newest of the cluster's shared row and local snapshot.
+func (s *ArgoCD) card(cl Cluster, shared map[string]SharedCard) sidebarCard {
+	var c sidebarCard
+	if row, ok := shared[cl.ID]; ok {
+		c = sidebarCard{known: true, fetchedAt: row.FetchedAt, age: row.Age, reason: row.FailureReason}
+		switch {
+		case row.Failed && c.reason == "":
+			c.reason = "internal"
+		case !row.Failed && row.Summary != nil:
+			c.summary = *row.Summary
+		case !row.Failed:
+			c.known = false // no summary to show: read it again
+		}
+	}
+	if snap, ok := s.Cache.Peek(cl); ok && (!c.known || snap.FetchedAt.After(c.fetchedAt)) && !canceled(snap.Err) {
+		c = sidebarCard{known: true, fetchedAt: snap.FetchedAt, age: s.Cache.Age(snap), summary: snap.Summary}
+		if snap.Err != nil {
+			if c.reason = ErrorReason(snap.Err); c.reason == "" {
+				c.reason = "internal"
+			}
+		}
+	}
+	return c
+}
+
+// canceled reports a snapshot that only says its caller gave up.
+func canceled(err error) bool {
+	return errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && ErrorReason(err) == "")
+}
+
+// readInBackground reads the cluster through the cache outside any
+// request, unless Parallel reads already run: the next sidebar tries again.
+func (s *ArgoCD) readInBackground(cl Cluster) {
+	s.initBackground.Do(func() {
+		n := s.Parallel
+		if n <= 0 {
+			n = 8
+		}
+		s.background = make(chan struct{}, n)
+	})
+	if _, busy := s.reading.LoadOrStore(cl.Key(), true); busy {
+		return
+	}
+	select {
+	case s.background <- struct{}{}:
+	default:
+		s.reading.Delete(cl.Key())
+		return
+	}
+	go func() {
+		defer func() { <-s.background; s.reading.Delete(cl.Key()) }()
+		s.Cache.Get(context.Background(), cl, false)
+	}()
 }

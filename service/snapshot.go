@@ -2,9 +2,12 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
+	"os"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -34,10 +37,14 @@ type AppRead struct {
 type Snapshot struct {
 	Apps []Application // problems first
 	// FetchedAt is when the read started: what the snapshot shows is at
-	// least this fresh.
+	// least this fresh. With shared snapshots it is the database's clock
+	// (replica clocks may disagree).
 	FetchedAt time.Time
-	Err       error // the classified failure, when the read failed
-	Summary   AppSummary
+	// localAt is FetchedAt by this replica's clock: what its cache ages
+	// the snapshot by.
+	localAt time.Time
+	Err     error // the classified failure, when the read failed
+	Summary AppSummary
 	// OnlyNamespace is set when only Argo CD's own namespace could be read.
 	OnlyNamespace string
 	// Settings are the read's argocd-cm settings; kept also when the
@@ -105,7 +112,7 @@ func (s *Snapshot) App(id string) (Application, bool) {
 }
 
 func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
-	s := &Snapshot{FetchedAt: at, Err: err, Settings: read.Settings}
+	s := &Snapshot{FetchedAt: at, localAt: at, Err: err, Settings: read.Settings}
 	if err != nil {
 		return s
 	}
@@ -138,15 +145,23 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 // NotInstalledTTL.
 const ReasonArgoCDNotInstalled = "argocd_not_installed"
 
-// CacheObserver is told about cache events: "hit", "miss", "refresh".
+// CacheObserver is told about cache events: "hit", "miss", "refresh",
+// and with shared snapshots "shared_hit" (another replica's read was
+// used), "shared_wait" (waited for another replica's read) and
+// "shared_error" (the shared table failed; this replica read alone).
 type CacheObserver interface {
 	CacheEvent(event string)
 }
 
 // SnapshotCache shares cluster reads: one read per (team, cluster) per TTL,
 // concurrent misses collapsed into one read, failures remembered briefly so
-// a dead cluster is not hammered, and a floor on explicit refreshes. Its
-// bounds hold per server replica.
+// a dead cluster is not hammered, and a floor on explicit refreshes.
+//
+// Without Shared these bounds hold per server replica. With Shared (the
+// table every replica sees) they hold for all replicas together: a miss
+// first looks at the shared row, and only the replica that takes the row's
+// lease reads the cluster; the others wait for its write. The local LRU
+// stays in front, so a plain hit costs no database round trip.
 type SnapshotCache struct {
 	reader   ApplicationReader
 	now      func() time.Time
@@ -167,6 +182,16 @@ type SnapshotCache struct {
 	// (reason cluster_unauthorized), so the cluster's access state can say
 	// so instead of every read reporting a connection problem.
 	Refused func(ctx context.Context, c Cluster, err error)
+
+	// Shared, when set, is the snapshot table all replicas share; Owner
+	// names this replica in its leases (NewSnapshotCache makes one up).
+	Shared SharedSnapshots
+	Owner  string
+	// Poll is how long a replica waiting for another's read sleeps between
+	// looks at the shared row when no notification wakes it (500 ms).
+	Poll time.Duration
+	// Log, when set, is told when the shared table fails.
+	Log *slog.Logger
 }
 
 // NewSnapshotCache returns a cache of at most maxClusters snapshots.
@@ -175,8 +200,17 @@ func NewSnapshotCache(reader ApplicationReader, maxClusters int, now func() time
 	if err != nil {
 		return nil, err
 	}
-	return &SnapshotCache{reader: reader, now: now, entries: entries, observer: observer,
-		TTL: 10 * time.Second, RefreshFloor: 2 * time.Second, FailureTTL: 2 * time.Second, NotInstalledTTL: 60 * time.Second, ReadTimeout: 15 * time.Second}, nil
+	return &SnapshotCache{reader: reader, now: now, entries: entries, observer: observer, Owner: newOwnerID(),
+		TTL: 10 * time.Second, RefreshFloor: 2 * time.Second, FailureTTL: 2 * time.Second, NotInstalledTTL: 60 * time.Second,
+		ReadTimeout: 15 * time.Second, Poll: 500 * time.Millisecond}, nil
+}
+
+// newOwnerID names a replica in leases: the host name (the pod's name on
+// Kubernetes, for operators reading the table) and random bytes, so two
+// processes on one host differ.
+func newOwnerID() string {
+	host, _ := os.Hostname()
+	return host + "-" + rand.Text()[:10]
 }
 
 func (c *SnapshotCache) event(e string) {
@@ -189,9 +223,14 @@ func (c *SnapshotCache) event(e string) {
 // one is too old (or, with refresh, older than the refresh floor).
 func (c *SnapshotCache) Get(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
 	key := cl.Key()
-	if s, ok := c.fresh(key, refresh); ok {
-		c.event("hit")
-		return s
+	// A refresh with shared snapshots always looks at the shared row: a
+	// refresh another replica served must not be followed by older data
+	// from this one.
+	if !refresh || c.Shared == nil {
+		if s, ok := c.fresh(key, refresh); ok {
+			c.event("hit")
+			return s
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return &Snapshot{FetchedAt: c.now(), Err: err} // nobody waits: start no read
@@ -199,24 +238,38 @@ func (c *SnapshotCache) Get(ctx context.Context, cl Cluster, refresh bool) *Snap
 	return c.load(ctx, cl, refresh)
 }
 
+// Peek returns the locally cached snapshot of the cluster, however old,
+// without reading anything.
+func (c *SnapshotCache) Peek(cl Cluster) (*Snapshot, bool) {
+	return c.entries.Peek(cl.Key())
+}
+
+// maxAge is how old a snapshot may be and still serve: by its failure
+// (not installed, other failure, none) and whether this is a refresh.
+func (c *SnapshotCache) maxAge(err error, refresh bool) time.Duration {
+	if ErrorReason(err) == ReasonArgoCDNotInstalled {
+		return c.NotInstalledTTL
+	}
+	maxAge := c.TTL
+	if err != nil {
+		maxAge = c.FailureTTL
+	}
+	if refresh && maxAge > c.RefreshFloor {
+		maxAge = c.RefreshFloor
+	}
+	return maxAge
+}
+
+// Age returns how old a snapshot is by this replica's clock.
+func (c *SnapshotCache) Age(s *Snapshot) time.Duration { return c.now().Sub(s.localAt) }
+
 // fresh returns the cached snapshot of key when it is young enough.
 func (c *SnapshotCache) fresh(key string, refresh bool) (*Snapshot, bool) {
 	s, ok := c.entries.Get(key)
 	if !ok {
 		return nil, false
 	}
-	age := c.now().Sub(s.FetchedAt)
-	if ErrorReason(s.Err) == ReasonArgoCDNotInstalled {
-		return s, age < c.NotInstalledTTL
-	}
-	maxAge := c.TTL
-	if s.Err != nil {
-		maxAge = c.FailureTTL
-	}
-	if refresh && maxAge > c.RefreshFloor {
-		maxAge = c.RefreshFloor
-	}
-	return s, age < maxAge
+	return s, c.Age(s) < c.maxAge(s.Err, refresh)
 }
 
 // load reads the cluster once for all concurrent callers. A caller may have
@@ -226,25 +279,27 @@ func (c *SnapshotCache) fresh(key string, refresh bool) (*Snapshot, bool) {
 func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
 	key := cl.Key()
 	ch := c.flight.DoChan(key, func() (any, error) {
-		if s, ok := c.fresh(key, refresh); ok {
-			c.event("hit")
-			return s, nil
-		}
-		if refresh {
-			c.event("refresh")
-		} else {
-			c.event("miss")
+		if c.Shared == nil {
+			if s, ok := c.fresh(key, refresh); ok {
+				c.event("hit")
+				return s, nil
+			}
 		}
 		// The read outlives any one caller: a caller that gives up must not
-		// fail the others waiting on the same read.
-		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ReadTimeout)
-		defer cancel()
-		started := c.now() // the snapshot is at least as fresh as the read's start
-		read, err := c.reader.ListApplications(readCtx, cl)
-		if c.Refused != nil && ErrorReason(err) == "cluster_unauthorized" {
-			c.Refused(readCtx, cl, err)
+		// fail the others waiting on the same read. With shared snapshots
+		// it may first wait out another replica's lease.
+		budget := c.ReadTimeout
+		if c.Shared != nil {
+			budget += c.leaseFor()
 		}
-		s := newSnapshot(read, err, started)
+		flightCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+		defer cancel()
+		var s *Snapshot
+		if c.Shared != nil {
+			s = c.loadShared(flightCtx, cl, refresh)
+		} else {
+			s = c.read(flightCtx, cl, refresh, time.Time{})
+		}
 		c.entries.Add(key, s)
 		return s, nil
 	})
@@ -254,6 +309,30 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 	case <-ctx.Done():
 		return &Snapshot{FetchedAt: c.now(), Err: ctx.Err()}
 	}
+}
+
+// read reads the cluster itself. sharedAt, when set, is the read's start
+// by the database's clock (the lease's time), which the snapshot shows.
+func (c *SnapshotCache) read(ctx context.Context, cl Cluster, refresh bool, sharedAt time.Time) *Snapshot {
+	if refresh {
+		c.event("refresh")
+	} else {
+		c.event("miss")
+	}
+	readCtx, cancel := context.WithTimeout(ctx, c.ReadTimeout)
+	defer cancel()
+	started := c.now() // the snapshot is at least as fresh as the read's start
+	read, err := c.reader.ListApplications(readCtx, cl)
+	if c.Refused != nil && ErrorReason(err) == "cluster_unauthorized" {
+		c.Refused(readCtx, cl, err)
+	}
+	at := started
+	if !sharedAt.IsZero() {
+		at = sharedAt
+	}
+	s := newSnapshot(read, err, at)
+	s.localAt = started
+	return s
 }
 
 // ContentETag returns a weak ETag for a snapshot's apps joined with extra

@@ -265,11 +265,11 @@ func (f fixedClusters) SetGitOpsRepo(context.Context, string, string, string, ti
 	return Cluster{}, nil
 }
 
-// TestSidebarBoundsReads: the sidebar reads at most Parallel clusters at
-// once, and clusters it cannot read within its budget are listed as
-// unavailable instead of failing the answer.
-func TestSidebarBoundsReads(t *testing.T) {
-	r := &peakReader{delay: 50 * time.Millisecond}
+// TestSidebarAnswersAtOnce: the sidebar never waits for a cluster — never
+// read clusters are pending — and reads them in the background at most
+// Parallel at once, once each; later sidebars show them fresh.
+func TestSidebarAnswersAtOnce(t *testing.T) {
+	r := &peakReader{delay: 20 * time.Millisecond}
 	cache, err := NewSnapshotCache(r, 128, time.Now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -278,24 +278,86 @@ func TestSidebarBoundsReads(t *testing.T) {
 	for i := range 40 {
 		clusters = append(clusters, Cluster{TeamID: "t", ID: string(rune('a' + i)), AccessLevel: AccessFull})
 	}
-	s := &ArgoCD{Clusters: clusters, Cache: cache, Parallel: 4, SidebarBudget: 220 * time.Millisecond}
+	s := &ArgoCD{Clusters: clusters, Cache: cache, Parallel: 4}
 	sb, err := s.Sidebar(context.Background(), Principal{TeamID: "t"})
 	if err != nil {
-		t.Fatalf("sidebar failed instead of listing slow clusters: %v", err)
+		t.Fatal(err)
+	}
+	if len(sb.Clusters) != 40 || len(sb.Unavailable) != 0 {
+		t.Fatalf("%d cards, %d unavailable; want 40 pending cards", len(sb.Clusters), len(sb.Unavailable))
+	}
+	for _, c := range sb.Clusters {
+		if c.State != CardPending || c.Summary != nil || c.FetchedAt != nil {
+			t.Fatalf("first sidebar card %+v, want pending with no summary", c)
+		}
+	}
+	// Poll as the app does; the deadline only catches a hang.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sb, err = s.Sidebar(context.Background(), Principal{TeamID: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := 0
+		for _, c := range sb.Clusters {
+			if c.State == CardFresh && c.Summary != nil && c.FetchedAt != nil {
+				fresh++
+			}
+		}
+		if fresh == 40 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 40 cards fresh after a minute", fresh)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	r.mu.Lock()
-	peak := r.peak
-	r.mu.Unlock()
-	if peak > 4 {
-		t.Errorf("%d reads at once, want at most 4", peak)
+	defer r.mu.Unlock()
+	if r.peak > 4 {
+		t.Errorf("%d background reads at once, want at most 4", r.peak)
 	}
-	if len(sb.Clusters)+len(sb.Unavailable) != 40 || len(sb.Unavailable) == 0 {
-		t.Errorf("%d read, %d unavailable of 40", len(sb.Clusters), len(sb.Unavailable))
+}
+
+// TestSidebarCardStates: a card older than the TTL is stale and read again
+// in the background; a failed read is listed as unavailable with its reason.
+func TestSidebarCardStates(t *testing.T) {
+	r := &countingReader{}
+	cache, clock := newTestCache(t, r, 8)
+	ok := Cluster{TeamID: "t1", ID: "c1", AccessLevel: AccessFull}
+	s := &ArgoCD{Clusters: fixedClusters{ok}, Cache: cache}
+	cache.Get(context.Background(), ok, false)
+	sb, err := s.Sidebar(context.Background(), Principal{TeamID: "t1"})
+	if err != nil || len(sb.Clusters) != 1 || sb.Clusters[0].State != CardFresh || sb.Clusters[0].Summary.Total != 1 {
+		t.Fatalf("sidebar %+v, %v; want one fresh card of one app", sb, err)
 	}
-	for _, u := range sb.Unavailable {
-		if u.Reason != "cluster_unreachable" {
-			t.Errorf("unread cluster %s: reason %q", u.ID, u.Reason)
+	clock.Advance(11 * time.Second)
+	sb, _ = s.Sidebar(context.Background(), Principal{TeamID: "t1"})
+	if sb.Clusters[0].State != CardStale || sb.Clusters[0].Summary == nil {
+		t.Fatalf("card %+v, want stale with its old summary", sb.Clusters[0])
+	}
+	waitFor(t, func() bool {
+		_, busy := s.reading.Load(ok.Key())
+		return r.reads.Load() == 2 && !busy
+	}, "the background read of the stale card")
+	r.err = ReasonError(EFORBIDDEN, "argocd_forbidden", "no")
+	clock.Advance(11 * time.Second)
+	cache.Get(context.Background(), ok, false)
+	sb, _ = s.Sidebar(context.Background(), Principal{TeamID: "t1"})
+	if len(sb.Clusters) != 0 || len(sb.Unavailable) != 1 || sb.Unavailable[0].Reason != "argocd_forbidden" {
+		t.Fatalf("sidebar %+v, want the cluster unavailable: argocd_forbidden", sb)
+	}
+}
+
+// waitFor polls cond; the deadline only catches a hang.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

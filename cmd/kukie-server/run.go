@@ -221,6 +221,15 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	// A read is up to two LISTs and a discovery call, each within the cluster timeout.
 	snapshots.ReadTimeout = 3*cfg.ClusterTimeout + time.Second
+	// Every replica shares its reads through PostgreSQL: a cluster is read
+	// once per window by all of them together. Notifications of written
+	// rows end waits early and drop older local copies.
+	sharedSnapshots := store.NewSnapshots(db, log)
+	sharedSnapshots.OnWrite = snapshots.Invalidate
+	snapshots.Shared, snapshots.Log = sharedSnapshots, log
+	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListen()
+	go sharedSnapshots.Listen(listenCtx)
 
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler()))}

@@ -120,3 +120,18 @@ func MustExecErr(tb testing.TB, dbURL, sql string) error {
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
+
+// MustQueryRow runs one query on the database at dbURL and scans its single
+// row into dest; failing to connect or to scan fails the test.
+func MustQueryRow(tb testing.TB, dbURL, sql string, dest ...any) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
+		tb.Fatalf("pgtest: %s: %v", sql, err)
+	}
+}
