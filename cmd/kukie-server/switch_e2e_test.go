@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -335,7 +336,11 @@ func TestSwitchEndToEnd(t *testing.T) {
 	e.admin, e.agent = e2eToken(t, "admin"), e2eToken(t, "agent")
 	// The servers first: each installs client-go's process-wide logger,
 	// which must happen before the simulation's own client-go calls run.
-	s := startServer(t, pgtest.MustCreateDatabase(t), switchBudgets)
+	dbURL := pgtest.MustCreateDatabase(t)
+	s := startServer(t, dbURL, switchBudgets)
+	// A second replica of s on the same database (its own pool, River
+	// client and snapshot cache), as a Deployment with two pods runs them.
+	replica := startServer(t, dbURL, switchBudgets)
 	periodic := startServer(t, pgtest.MustCreateDatabase(t), withEnv(switchBudgets, "KUKIE_RECONCILE_INTERVAL", "3s"))
 	e.sim = ekssim.Start(t, e.f, awsfake.Cluster{Region: switchRegion, Account: "999900000000", Name: "shared"},
 		k8stest.Options{ArgoCD: true})
@@ -357,6 +362,9 @@ func TestSwitchEndToEnd(t *testing.T) {
 			return status == 200 && strings.Contains(body, `"total":12`), body
 		})
 
+		// The downgrade reaches the other replica (the load balancer picks
+		// any pod); the job may run on either. Its answers are read there too.
+		c.s = replica
 		c.update(limitedSandbox)
 		mark = len(e.f.CallLog())
 		before = c.stackEvent(t, "UPDATE_COMPLETE")
@@ -369,6 +377,35 @@ func TestSwitchEndToEnd(t *testing.T) {
 		c.wantCanI(t, true, "patch", "apps", "deployments", "sandbox-plain")
 		if status, body := call(t, "GET", apps, e.admin, ""); status != 403 || !strings.Contains(body, "limited_access") {
 			t.Errorf("Argo CD list of the downgraded cluster: %d %s", status, body)
+		}
+
+		// SNS retries may reach both replicas at once: one takes the
+		// message, the other answers duplicate, and one switch runs.
+		before = c.accountState(t).DesiredGeneration
+		m := e.sns.Notification(c.topic, sns.CloudFormationSubject,
+			snstest.StackEventMessage(snstest.StackStatusEvent(c.stack, "UPDATE_COMPLETE", time.Now())))
+		signed := e.sns.Sign(m, sns.SignatureVersion2)
+		bodies := make([]string, 2)
+		var wg sync.WaitGroup
+		for i, target := range []*server{s, replica} {
+			wg.Go(func() {
+				res, err := snstest.Post(t.Context(), nil, target.public+"/webhooks/aws/sns", signed, nil)
+				if err != nil {
+					bodies[i] = err.Error()
+					return
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				bodies[i] = string(b)
+			})
+		}
+		wg.Wait()
+		joined := strings.Join(bodies, " | ")
+		if strings.Count(joined, `"verdict":"accepted"`) != 1 || strings.Count(joined, `"verdict":"duplicate"`) != 1 {
+			t.Errorf("one message to both replicas: %s; want one accepted, one duplicate", joined)
+		}
+		if a, _ := c.settle(t, before, "limited", "active"); a.DesiredGeneration != before+1 {
+			t.Errorf("desired generation %d after one message from %d", a.DesiredGeneration, before)
 		}
 	})
 
