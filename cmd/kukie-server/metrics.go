@@ -21,7 +21,7 @@ func newClusterMetrics(reg prometheus.Registerer) *clusterMetrics {
 	m := &clusterMetrics{
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kukie_argocd_cache_events_total",
-			Help: "Argo CD snapshot cache lookups by result: hit, miss, refresh.",
+			Help: "Argo CD snapshot cache lookups by result: hit; miss or refresh (this replica read the cluster); shared_hit, shared_wait (another replica read it); shared_error (the shared table failed).",
 		}, []string{"event"}),
 		lists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kukie_cluster_list_calls_total",
