@@ -24,7 +24,7 @@ func fullApp() Application {
 		SyncStatus:  "OutOfSync", HealthStatus: "Degraded", HealthMessage: "pods crash", AutoSync: true, SelfHeal: true, Prune: true,
 		Operation:    &AppOperation{Phase: "Failed", Message: "boom", StartedAt: &at, FinishedAt: &at, InitiatedBy: "alice", Automated: true},
 		ReconciledAt: &at, Problems: []AppProblem{{Reason: ProblemDegraded, Message: "pods crash"}},
-		Level:        LevelSelfHeal, LevelReason: "self-heal on",
+		Level: LevelSelfHeal, LevelReason: "self-heal on",
 		Resources: []AppResource{{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "web", Name: "web", Status: "OutOfSync",
 			Health: &health, Hook: true, RequiresPruning: true, RowLevel: LevelSelfHeal, RowCause: CausePolicy, RowReason: "self-heal on"}},
 		Conditions:               []AppCondition{{Type: "SyncError", Message: "x", LastTransitionTime: &at}},
