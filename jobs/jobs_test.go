@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/jobs"
 )
 
@@ -145,13 +146,7 @@ func mustJobs(t *testing.T, pool *pgxpool.Pool) []job {
 // waitFor polls until done says so. The deadline only catches hangs.
 func waitFor(t *testing.T, what string, done func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testclock.WaitFor(t, what, done)
 }
 
 // settled says whether every job has finished (completed, discarded or

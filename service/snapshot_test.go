@@ -336,28 +336,16 @@ func TestSidebarCardStates(t *testing.T) {
 	if sb.Clusters[0].State != CardStale || sb.Clusters[0].Summary == nil {
 		t.Fatalf("card %+v, want stale with its old summary", sb.Clusters[0])
 	}
-	waitFor(t, func() bool {
+	testclock.WaitFor(t, "the background read of the stale card", func() bool {
 		_, busy := s.reading.Load(ok.Key())
 		return r.reads.Load() == 2 && !busy
-	}, "the background read of the stale card")
+	})
 	r.err = ReasonError(EFORBIDDEN, "argocd_forbidden", "no")
 	clock.Advance(11 * time.Second)
 	cache.Get(context.Background(), ok, false)
 	sb, _ = s.Sidebar(context.Background(), Principal{TeamID: "t1"})
 	if len(sb.Clusters) != 0 || len(sb.Unavailable) != 1 || sb.Unavailable[0].Reason != "argocd_forbidden" {
 		t.Fatalf("sidebar %+v, want the cluster unavailable: argocd_forbidden", sb)
-	}
-}
-
-// waitFor polls cond; the deadline only catches a hang.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
@@ -137,10 +138,9 @@ func TestSharedSnapshotsReadOncePerWindow(t *testing.T) {
 	}
 	// One replica reads (its callers share the read); the other waits for
 	// its write.
-	waitUntil(t, func() bool {
+	testclock.WaitFor(t, "one replica reading and the other waiting", func() bool {
 		return r.reads.Load() >= 1 && a.events.sharedWaits.Load()+b.events.sharedWaits.Load() >= 1
-	},
-		"one replica reading and the other waiting")
+	})
 	close(r.gate)
 	wg.Wait()
 	if n := r.reads.Load(); n != 1 {
@@ -201,7 +201,7 @@ func TestSharedSnapshotsNotificationDropsOlderLocalCopy(t *testing.T) {
 	r.set(func(r *appsReader) { r.apps = 2 })
 	a.cache.RefreshFloor = 0
 	a.cache.Get(ctx, cl, true) // A refreshes: 2 apps, notifies
-	waitUntil(t, func() bool { _, ok := b.cache.Peek(cl); return !ok }, "B to drop its older copy on the notification")
+	testclock.WaitFor(t, "B to drop its older copy on the notification", func() bool { _, ok := b.cache.Peek(cl); return !ok })
 	if s := b.cache.Get(ctx, cl, false); len(s.Apps) != 2 || r.reads.Load() != 2 {
 		t.Fatalf("B: %d apps, %d reads; want A's 2 apps and no third read", len(s.Apps), r.reads.Load())
 	}
@@ -283,17 +283,5 @@ func TestSharedSnapshotsFailuresAndCards(t *testing.T) {
 	}
 	if cards, err := a.shared.Cards(ctx, "t1"); err != nil || len(cards) != 0 {
 		t.Fatalf("a removed cluster's row stayed: %+v, %v", cards, err)
-	}
-}
-
-// waitUntil polls cond; the deadline only catches a hang.
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

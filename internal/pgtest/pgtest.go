@@ -111,27 +111,29 @@ func MustExec(tb testing.TB, dbURL, sql string) {
 // success); failing to connect fails the test.
 func MustExecErr(tb testing.TB, dbURL, sql string) error {
 	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn := mustConnect(tb, dbURL)
+	defer conn.Close(context.Background())
+	_, err := conn.Exec(context.Background(), sql)
+	return err
+}
+
+// mustConnect opens one connection to dbURL or fails tb.
+func mustConnect(tb testing.TB, dbURL string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
 		tb.Fatalf("pgtest: connect: %v", err)
 	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
+	return conn
 }
 
 // MustQueryRow runs one query on the database at dbURL and scans its single
 // row into dest; failing to connect or to scan fails the test.
 func MustQueryRow(tb testing.TB, dbURL, sql string, dest ...any) {
 	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		tb.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
+	conn := mustConnect(tb, dbURL)
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), sql).Scan(dest...); err != nil {
 		tb.Fatalf("pgtest: %s: %v", sql, err)
 	}
 }

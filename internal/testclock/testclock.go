@@ -5,6 +5,7 @@ package testclock
 
 import (
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -29,4 +30,18 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// WaitFor polls done until it says so, failing tb after a minute: the
+// deadline only catches hangs, never paces a test. It is for conditions
+// reached by real goroutines (background reads, notifications, jobs).
+func WaitFor(tb testing.TB, what string, done func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("still waiting for %s after a minute", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
