@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = withArgo.Stop()
 	_ = withoutArgo.Stop()
+	if bench.cluster != nil {
+		_ = bench.cluster.Stop()
+	}
 	os.Exit(code)
 }
 
@@ -52,7 +55,7 @@ func (c *counter) ObserveList(outcome string, _ time.Duration) {
 
 // mustReader registers one static cluster per kubeconfig (ids in order) and
 // returns a reader for them.
-func mustReader(t *testing.T, timeout time.Duration, kubeconfigs ...[]byte) (*kube.Reader, []service.Cluster, *counter) {
+func mustReader(t testing.TB, timeout time.Duration, kubeconfigs ...[]byte) (*kube.Reader, []service.Cluster, *counter) {
 	t.Helper()
 	dir := t.TempDir()
 	var file strings.Builder
@@ -80,7 +83,7 @@ func mustReader(t *testing.T, timeout time.Duration, kubeconfigs ...[]byte) (*ku
 	return r, clusters, obs
 }
 
-func kubeconfig(t *testing.T, c *k8stest.Cluster, user string) []byte {
+func kubeconfig(t testing.TB, c *k8stest.Cluster, user string) []byte {
 	t.Helper()
 	b, err := c.Kubeconfig(user)
 	if err != nil {
