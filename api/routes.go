@@ -75,3 +75,27 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "POST", pattern: "/v1/plans/{id}/result", handler: handlePlanResult(d.Logger, d.Plans), roles: agentOnly},
 	}
 }
+
+// Endpoint describes one route of the API surface for tools and tests
+// outside this package (the tenancy matrix walks every one of them).
+type Endpoint struct {
+	Method, Pattern string
+	// Public routes need no token.
+	Public bool
+	// Roles a token needs (any one of them); empty means any authenticated caller.
+	Roles []service.Role
+	// HumanOnly routes refuse tokens carrying the agent role.
+	HumanOnly bool
+	// Asset routes serve static files under a documented route.
+	Asset bool
+}
+
+// Surface lists every route as routes declares it.
+func Surface() []Endpoint {
+	var out []Endpoint
+	for _, r := range routes(Deps{}, nil) {
+		out = append(out, Endpoint{Method: r.method, Pattern: r.pattern, Public: r.public, Roles: r.roles,
+			HumanOnly: r.humanOnly, Asset: r.asset})
+	}
+	return out
+}
