@@ -364,3 +364,7 @@ func ConnectionFailure(err error) bool {
 	}
 	return false
 }
+
+// Strings is the reader's table of canonical strings, for apps decoded
+// elsewhere (another replica's shared snapshot) to share them too.
+func (r *Reader) Strings() *argocd.Strings { return r.strings }

@@ -192,6 +192,9 @@ type SnapshotCache struct {
 	Poll time.Duration
 	// Log, when set, is told when the shared table fails.
 	Log *slog.Logger
+	// Intern, when set, makes the strings of apps decoded from another
+	// replica's row canonical, as the reader does for apps it reads.
+	Intern func([]Application)
 }
 
 // NewSnapshotCache returns a cache of at most maxClusters snapshots.

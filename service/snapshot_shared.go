@@ -118,6 +118,9 @@ func (c *SnapshotCache) adopt(row SharedSnapshot) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Intern != nil {
+		c.Intern(read.Apps)
+	}
 	s := newSnapshot(read, failure, row.FetchedAt)
 	s.localAt = c.now().Add(-row.Age)
 	return s, nil

@@ -203,7 +203,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		log.Info("AWS access configured", "region", cfg.AWSRegion)
 	}
 	reader, err := kube.NewReader(connectors, kube.ReaderOptions{
-		UserAgent: "kukie-gitops/" + version, MaxClients: cfg.CacheMaxClusters, Observer: clusterObs,
+		UserAgent: "kukie-gitops/" + version, Observer: clusterObs,
+		// Client sets cost up to ~512 KB a cluster (measured, see
+		// kube.DefaultMaxClients): at most 512 are kept, fewer when the
+		// snapshot cache is smaller.
+		MaxClients: min(cfg.CacheMaxClusters, kube.DefaultMaxClients),
 		Timeout: cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
 	})
 	if err != nil {
@@ -226,7 +230,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	// rows end waits early and drop older local copies.
 	sharedSnapshots := store.NewSnapshots(db, log)
 	sharedSnapshots.OnWrite = snapshots.Invalidate
-	snapshots.Shared, snapshots.Log = sharedSnapshots, log
+	snapshots.Shared, snapshots.Log, snapshots.Intern = sharedSnapshots, log, reader.Strings().InternApps
 	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListen()
 	go sharedSnapshots.Listen(listenCtx)
