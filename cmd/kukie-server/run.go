@@ -208,7 +208,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		// kube.DefaultMaxClients): at most 512 are kept, fewer when the
 		// snapshot cache is smaller.
 		MaxClients: min(cfg.CacheMaxClusters, kube.DefaultMaxClients),
-		Timeout: cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
+		Timeout:    cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
 	})
 	if err != nil {
 		return err
