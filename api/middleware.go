@@ -235,3 +235,31 @@ func limitBody(timeout time.Duration) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// paramRules are the path parameters' identifier rules and the 404 each
+// route answers for a value that breaks them.
+var paramRules = map[string]struct {
+	valid    func(string) bool
+	notFound func() error
+}{
+	"cluster_id": {service.ValidClusterID, service.ErrClusterNotFound},
+	"account_id": {service.ValidUUID, service.ErrAccountNotFound},
+	"app_id":     {service.ValidAppID, service.ErrAppNotFound},
+	"id":         {service.ValidUUID, service.ErrPlanNotFound},
+}
+
+// checkParams answers the route's 404 for a path parameter that breaks
+// its identifier rule, before the handler looks anything up.
+func checkParams(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			for i, key := range rc.URLParams.Keys {
+				if rule, ok := paramRules[key]; ok && !rule.valid(rc.URLParams.Values[i]) {
+					writeError(w, r, log, rule.notFound())
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

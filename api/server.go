@@ -57,7 +57,7 @@ func NewServer(d Deps) http.Handler {
 	for _, rt := range routes(d, newSourceLimiter(d.Now)) {
 		h := rt.handler
 		if !rt.public {
-			h = limits(authn(authorize(rt.roles, rt.humanOnly)(h)))
+			h = limits(authn(authorize(rt.roles, rt.humanOnly)(checkParams(d.Logger, h))))
 		}
 		r.Method(rt.method, rt.pattern, h)
 	}

@@ -34,7 +34,7 @@ import (
 // topic: never allowed).
 const (
 	snsTeam         = "team-sns"
-	snsAccount      = "acc-sns"
+	snsAccount      = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" // account ids are UUIDs
 	snsAWSAccount   = "123456789012"
 	snsTopic        = "arn:aws:sns:us-east-1:123456789012:kukie-stack-events"
 	snsOtherTopic   = "arn:aws:sns:us-east-1:123456789012:kukie-ops"

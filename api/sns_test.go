@@ -257,7 +257,7 @@ func TestSNSWebhookSubscriptionConfirmation(t *testing.T) {
 	f.wantVerdict(f.deliver(foreign, nil), service.VerdictPending, "")
 	f.wantEffects(snsEffects{ConfirmJobs: 1, Pending: 2, State: service.AccountActive})
 
-	later := f.createAccount("acc-later", "210987654321",
+	later := f.createAccount("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "210987654321",
 		"arn:aws:cloudformation:us-east-1:210987654321:stack/kukie-access/9a8b7c6d", laterTopic, foreignTopic)
 	f.switches.ConfirmTopics(context.Background(), later)
 	f.wantEffects(snsEffects{ConfirmJobs: 2, Pending: 1, State: service.AccountActive})

@@ -89,6 +89,8 @@ func (sc StaticCluster) cluster() (service.Cluster, error) {
 	switch {
 	case c.ID == "" || c.TeamID == "":
 		return c, fmt.Errorf("id and team are required")
+	case !service.ValidClusterID(c.ID):
+		return c, fmt.Errorf("id %q must be 1 to 128 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", c.ID)
 	case sc.Kubeconfig == "":
 		return c, fmt.Errorf("kubeconfig (a file path) is required")
 	case c.AccessLevel != service.AccessFull && c.AccessLevel != service.AccessLimited:

@@ -114,7 +114,7 @@ func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID strin
 	}
 	app, ok := snap.App(appID)
 	if !ok {
-		return AppDetail{}, errAppNotFound()
+		return AppDetail{}, ErrAppNotFound()
 	}
 	d := AppDetail{Application: app, HealthMessage: app.HealthMessage, Resources: []DetailResource{},
 		OutOfSyncResources: []DetailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
@@ -139,7 +139,8 @@ func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID strin
 	return d, nil
 }
 
-func errAppNotFound() error {
+// ErrAppNotFound is the answer for an app that is not in the cluster.
+func ErrAppNotFound() error {
 	return ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
 }
 

@@ -247,7 +247,7 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 // Get returns one plan visible to the caller.
 func (s *Plans) Get(ctx context.Context, p Principal, id string) (Plan, error) {
 	if !validPlanID(id) {
-		return Plan{}, planNotFound()
+		return Plan{}, ErrPlanNotFound()
 	}
 	return s.Store.GetPlan(ctx, p, id)
 }
@@ -328,7 +328,7 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		return Plan{}, Errorf(EFORBIDDEN, "The agent cannot approve or reject plans; a person decides.")
 	}
 	if !validPlanID(id) {
-		return Plan{}, planNotFound()
+		return Plan{}, ErrPlanNotFound()
 	}
 	// Approval checks ownership again — the cluster may have changed since
 	// the plan was made — without ever blocking the approval.
@@ -411,7 +411,7 @@ func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in Res
 		return Plan{}, err
 	}
 	if !validPlanID(id) {
-		return Plan{}, planNotFound()
+		return Plan{}, ErrPlanNotFound()
 	}
 	now := s.now()
 	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) (PlanChange, error) {
@@ -465,12 +465,10 @@ func checkLimit(n *int) error {
 	return nil
 }
 
-func planNotFound() error { return Errorf(ENOTFOUND, "The plan does not exist.") }
+// ErrPlanNotFound is the answer for a plan the caller cannot see.
+func ErrPlanNotFound() error { return Errorf(ENOTFOUND, "The plan does not exist.") }
 
-func validPlanID(id string) bool {
-	_, err := uuid.Parse(id)
-	return err == nil && len(id) == 36
-}
+func validPlanID(id string) bool { return ValidUUID(id) }
 
 func encodeCursor(c PlanCursor) string {
 	b, _ := json.Marshal(c)
