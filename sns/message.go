@@ -3,6 +3,7 @@ package sns
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -40,9 +41,10 @@ type Message struct {
 }
 
 // ParseMessage decodes an SNS delivery body and checks that it is complete:
-// a known Type and SignatureVersion, the fields its type signs, an RFC 3339
-// Timestamp, a base64 Signature and an SNS topic ARN. Unknown fields are
-// ignored (SNS may add some). Every failure wraps ErrMalformed.
+// a known Type and SignatureVersion, the fields its type signs (only
+// Message may span lines), an RFC 3339 Timestamp, a base64 Signature and
+// an SNS topic ARN. Unknown fields are ignored (SNS may add some). Every
+// failure wraps ErrMalformed.
 func ParseMessage(body []byte) (Message, error) {
 	var m Message
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -115,6 +117,14 @@ func signedFields(m Message) ([][2]string, error) {
 	for _, f := range fields {
 		if f[1] == "" {
 			return nil, malformed(ReasonSyntax, f[0]+" is missing")
+		}
+		// The string to sign joins "name\nvalue\n" pairs, so a newline in
+		// a value after Message could move text between signed fields (a
+		// Subject into MessageId) without changing the signature. SNS never
+		// writes one there: Subject has no line breaks, the rest are ids,
+		// URLs and timestamps.
+		if f[0] != "Message" && strings.Contains(f[1], "\n") {
+			return nil, malformed(ReasonSyntax, f[0]+" must be a single line")
 		}
 	}
 	return fields, nil
