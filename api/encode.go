@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,14 @@ func decode[T any](r *http.Request) (T, error) {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		return v, errUnsupportedMediaType
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return v, decodeError(err)
+	}
+	if err := checkDepth(body, maxJSONDepth); err != nil {
+		return v, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		return v, decodeError(err)
@@ -49,6 +57,39 @@ func decode[T any](r *http.Request) (T, error) {
 }
 
 var errUnsupportedMediaType = errors.New("unsupported media type")
+
+// maxJSONDepth bounds how deeply a request body may nest objects and
+// arrays: far above any legal request (a plan payload included), far
+// below what would make decoding costly.
+const maxJSONDepth = 64
+
+// checkDepth refuses JSON nested deeper than max, before it is decoded.
+// It only counts brackets outside strings; the decoder judges the rest.
+func checkDepth(b []byte, max int) error {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return service.Errorf(service.EINVALID, "The request body nests objects and arrays deeper than %d levels.", max)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}
 
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)

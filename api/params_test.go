@@ -46,3 +46,23 @@ func TestPathParameterRules(t *testing.T) {
 		t.Error("a malformed account id is not answered account_not_found")
 	}
 }
+
+// TestCheckDepth: brackets count only outside strings (escaped quotes
+// included); exactly the limit passes.
+func TestCheckDepth(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{nest(64), true},
+		{nest(65), false},
+		{`{"a":"` + strings.Repeat("[", 200) + `"}`, true},
+		{`{"a":"\"` + strings.Repeat("{", 200) + `\\"}`, true},
+		{`{"a":"\\"}` + nest(70), false},
+	} {
+		if err := checkDepth([]byte(c.body), 64); (err == nil) != c.ok {
+			t.Errorf("checkDepth(%.40q...) = %v, want ok %v", c.body, err, c.ok)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func TestBadRequests(t *testing.T) {
 		{"NotAnObject", "/v1/plans", `[1, 2]`, nil, 400, "invalid_request", ""},
 		{"WrongType", "/v1/plans", with("resources", "Deployment/api"), nil, 400, "invalid_request", ""},
 		{"UnknownField", "/v1/plans", with("approve_now", true), nil, 400, "invalid_request", ""},
+		{"NestedTooDeep", "/v1/plans", `{"cluster_id":"c","payload":{"a":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}}`, nil, 400, "invalid_request", ""},
 		{"TrailingData", "/v1/plans", `{"cluster_id": "c"} {}`, nil, 400, "invalid_request", ""},
 		{"EmptyBody", "/v1/plans", "", nil, 400, "invalid_request", ""},
 		{"NoContentType", "/v1/plans", planBody("shared"), header{"Content-Type": ""}, 415, "unsupported_media_type", ""},
