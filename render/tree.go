@@ -13,12 +13,16 @@ type tree map[string][]byte
 // one relative to the tree root ("" for the root); ok is false when it leaves
 // the tree.
 func cleanPath(p string) (string, bool) {
-	c := path.Clean("/" + p)
-	if c == "/" {
+	// Cleaning "/"+p would clamp "/../x" to "/x": clean the relative form,
+	// where a ".." that leaves the root stays visible.
+	c := path.Clean(strings.TrimLeft(p, "/"))
+	switch {
+	case c == ".":
 		return "", true
+	case c == ".." || strings.HasPrefix(c, "../"):
+		return "", false
 	}
-	c = strings.TrimPrefix(c, "/")
-	return c, !strings.HasPrefix(c, "../") && c != ".."
+	return c, true
 }
 
 // join resolves rel against dir inside the tree; ok is false when it leaves it.
