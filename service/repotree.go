@@ -92,13 +92,14 @@ func RepoFolders(files map[string][]byte, prefix string, apps []Application, rep
 			}
 			for _, vf := range helmValueFiles(src.Spec) {
 				if ref, rest, ok := strings.Cut(vf, "/"); ok && strings.HasPrefix(ref, "$") {
-					if refs[strings.TrimPrefix(ref, "$")] {
-						link(path.Dir(path.Clean(rest)), a, ViaHelmValueFile)
+					// "$<ref>/<file>" is read from the ref source's root.
+					if p, inside := resolveRepoPath(".", "/"+rest); refs[strings.TrimPrefix(ref, "$")] && inside && p != "." {
+						link(path.Dir(p), a, ViaHelmValueFile)
 					}
 					continue
 				}
-				if here {
-					link(path.Dir(path.Join(strings.Trim(src.Path, "/"), vf)), a, ViaHelmValueFile)
+				if p, inside := resolveRepoPath(strings.Trim(src.Path, "/"), vf); here && inside && p != "." {
+					link(path.Dir(p), a, ViaHelmValueFile)
 				}
 			}
 		}
@@ -164,9 +165,9 @@ func kustomizeDirs(files map[string][]byte, dir string, depth int, seen map[stri
 		if r == "" || strings.Contains(r, "://") || strings.HasPrefix(r, "git@") {
 			continue
 		}
-		target := path.Join(dir, r)
-		if strings.HasPrefix(target, "..") {
-			continue // outside the repository
+		target, inside := resolveRepoPath(dir, r)
+		if !inside {
+			continue
 		}
 		if _, isFile := files[target]; isFile {
 			out = append(out, path.Dir(target))
@@ -176,6 +177,19 @@ func kustomizeDirs(files map[string][]byte, dir string, depth int, seen map[stri
 		out = append(out, kustomizeDirs(files, target, depth+1, seen)...)
 	}
 	return out
+}
+
+// resolveRepoPath resolves a value file or kustomize entry p written in
+// dir as the renderer does (render's join) and Argo CD does for value
+// files: from the repository root when it starts with "/", else from dir.
+// inside is false when it leaves the repository.
+func resolveRepoPath(dir, p string) (resolved string, inside bool) {
+	if strings.HasPrefix(p, "/") {
+		resolved = path.Clean(strings.TrimLeft(p, "/"))
+	} else {
+		resolved = path.Join(dir, p)
+	}
+	return resolved, resolved != ".." && !strings.HasPrefix(resolved, "../")
 }
 
 // helmValueFiles reads helm.valueFiles of a source's spec.
