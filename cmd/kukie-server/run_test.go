@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,13 @@ func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 	for k, v := range extra {
 		env[k] = v
 	}
+	// Every server of these tests logs at debug level with a database
+	// password in its URL (trust authentication ignores it), so the log
+	// check below covers each scenario's most talkative output.
+	if _, ok := extra["KUKIE_LOG_LEVEL"]; !ok {
+		env["KUKIE_LOG_LEVEL"] = "debug"
+	}
+	env["KUKIE_DATABASE_URL"] = withPassword(t, env["KUKIE_DATABASE_URL"])
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{public: "http://" + publicAddr, admin: "http://" + adminAddr, publicAddr: publicAddr,
 		stop: cancel, done: make(chan error, 1), logs: &syncBuffer{}}
@@ -93,6 +101,7 @@ func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 		case <-time.After(30 * time.Second):
 			t.Error("server did not stop")
 		}
+		checkLogSecrets(t, s.logs.String(), env)
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -451,5 +460,101 @@ func TestMigrateUsage(t *testing.T) {
 		if _, err := runMigrate(t, "postgres://127.0.0.1:1/x", args...); err != errUsage {
 			t.Errorf("migrate %v: %v, want the usage error", args, err)
 		}
+	}
+}
+
+// dbPassword is the password every test server's database URL carries.
+const dbPassword = "db-pw-7f3a9c51e2"
+
+// withPassword puts dbPassword into a database URL without one.
+func withPassword(t *testing.T, dbURL string) string {
+	t.Helper()
+	if dbURL == "" {
+		return dbURL
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, set := u.User.Password(); !set {
+		u.User = url.UserPassword(u.User.Username(), dbPassword)
+	}
+	return u.String()
+}
+
+// secretPatterns are what no log line may hold: bearer JWTs, EKS tokens,
+// presigned URLs and session tokens, private keys, SNS subscription URLs
+// and message bodies.
+var secretPatterns = map[string]*regexp.Regexp{
+	"a JWT":                regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.`),
+	"an EKS token":         regexp.MustCompile(`k8s-aws-v1\.`),
+	"a presigned URL":      regexp.MustCompile(`X-Amz-(Signature|Credential|Security-Token)`),
+	"an AWS session token": regexp.MustCompile(`FwoGZXIvYXdzE`),
+	"a private key":        regexp.MustCompile(`PRIVATE KEY-----`),
+	"an SNS SubscribeURL":  regexp.MustCompile(`Action=(ConfirmSubscription|Unsubscribe)`),
+	"an SNS body":          regexp.MustCompile(`"Signature"\s*:\s*"`),
+}
+
+// checkLogSecrets fails t when the server's log holds a secret: a pattern
+// above, a value of the server's secret settings (the HS256 key,
+// KUKIE_SECRET_KEYS, the database password), the AWS base secret, or a
+// planted secret of the repo fixtures.
+func checkLogSecrets(t testing.TB, logs string, env map[string]string) {
+	t.Helper()
+	for what, re := range secretPatterns {
+		if loc := re.FindStringIndex(logs); loc != nil {
+			t.Errorf("the server logged %s: %.200s", what, logs[max(0, loc[0]-80):])
+		}
+	}
+	values := append([]string{e2eSecret, dbPassword, os.Getenv("AWS_SECRET_ACCESS_KEY")}, planted...)
+	for _, k := range []string{"KUKIE_SECRET_KEYS", "KUKIE_AUTH_HS256_SECRET"} {
+		for _, part := range strings.FieldsFunc(env[k], func(r rune) bool { return r == ',' || r == ':' }) {
+			if len(part) >= 16 {
+				values = append(values, part)
+			}
+		}
+	}
+	for _, v := range values {
+		if v != "" && strings.Contains(logs, v) {
+			t.Errorf("the server logged a secret value (%.4s…)", v)
+		}
+	}
+}
+
+// errorRecorder is a testing.TB that counts Errorf calls.
+type errorRecorder struct {
+	testing.TB
+	errors int
+}
+
+func (r *errorRecorder) Errorf(string, ...any) { r.errors++ }
+func (r *errorRecorder) Helper()               {}
+
+// TestCheckLogSecretsCatches: the log check finds each kind of secret it
+// is meant to, so a clean run means something.
+func TestCheckLogSecretsCatches(t *testing.T) {
+	env := map[string]string{"KUKIE_SECRET_KEYS": "k1:QmFzZTY0S2V5TWF0ZXJpYWwxMjM0NTY3ODkwYWJj"}
+	for _, line := range []string{
+		`{"msg":"auth","authorization":"Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2ln"}`,
+		`token=k8s-aws-v1.aHR0cHM6Ly9zdHM`,
+		`url=https://sts.amazonaws.com/?X-Amz-Signature=abc`,
+		`session=FwoGZXIvYXdzEabc`,
+		`-----BEGIN OPENSSH PRIVATE KEY-----`,
+		`https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=abc`,
+		`{"Type":"Notification","Signature":"abc"}`,
+		`postgres://postgres:` + dbPassword + `@127.0.0.1/x`,
+		`key=QmFzZTY0S2V5TWF0ZXJpYWwxMjM0NTY3ODkwYWJj`,
+		`value=` + planted[0],
+	} {
+		r := &errorRecorder{TB: t}
+		checkLogSecrets(r, "level=INFO "+line+"\n", env)
+		if r.errors == 0 {
+			t.Errorf("the log check missed: %s", line)
+		}
+	}
+	r := &errorRecorder{TB: t}
+	checkLogSecrets(r, `{"level":"INFO","msg":"request","route":"/v1/plans","status":200}`+"\n", env)
+	if r.errors != 0 {
+		t.Error("the log check flags a clean line")
 	}
 }
