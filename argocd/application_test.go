@@ -108,6 +108,9 @@ func FuzzParseApplication(f *testing.F) {
 	f.Add(selfHealApp(`"sources":[{"repoURL":"r"}]`, `"sync":{"revisions":["x"]},"operationState":{"phase":"Error","syncResult":{"revisions":["x"],"sources":[{"repoURL":"r"}]}}`))
 	f.Add(selfHealApp(`"sourceHydrator":{"drySource":{"repoURL":"r","path":"p"},"syncSource":{"path":"q","targetBranch":"b"}}`, `"operationState":{"phase":"Failed","syncResult":{"source":{"repoURL":"r","path":"q","targetRevision":"b"}}}`))
 	f.Fuzz(func(t *testing.T, doc string) {
+		if len(doc) > maxFuzzInput {
+			return
+		}
 		var obj map[string]any
 		if json.Unmarshal([]byte(doc), &obj) != nil {
 			return

@@ -193,6 +193,9 @@ func FuzzDecide(f *testing.F) {
 	f.Add(`{"spec":{"replicas":3}}`, `{"f:spec":{"f:replicas":{}}}`, "/spec/replicas", true, true)
 	f.Add(`{"data":{"password":"c2VjcmV0"}}`, ``, "/data/other", false, true)
 	f.Fuzz(func(t *testing.T, lastApplied, fields, pointer string, ssa, narrow bool) {
+		if len(lastApplied)+len(fields)+len(pointer) > maxFuzzInput {
+			return
+		}
 		target := Target{Kind: "Secret", Namespace: "ns", Name: "s", Changed: []string{pointer}, NarrowByGit: narrow, LastApplied: lastApplied}
 		if ssa {
 			target.ManagedFields = []service.ManagedFieldsEntry{{Manager: FieldManager, Operation: "Apply", FieldsV1: []byte(fields)}}

@@ -243,6 +243,9 @@ func FuzzDecodeApplication(f *testing.F) {
 		"sources":[{"path":"p", "repoURL":"r"},"x"],"syncPolicy":{"automated":{"enabled":null}}},"status":{"history":[{"id":1e3}]}}`)
 	f.Add(selfHealApp(`"sourceHydrator":{"drySource":{"repoURL":"r","path":1},"syncSource":{"path":"q"}}`, `"operationState":{"phase":"Error"}`))
 	f.Fuzz(func(t *testing.T, doc string) {
+		if len(doc) > maxFuzzInput {
+			return
+		}
 		var obj map[string]any
 		if utiljson.Unmarshal([]byte(doc), &obj) != nil {
 			return

@@ -120,6 +120,9 @@ func FuzzGitFields(f *testing.F) {
 	f.Add(`[1]`, `{"f:a":{"k:{}":{}}}`, "/a/~1")
 	f.Add(`null`, `{"f:a":1}`, "/a/b")
 	f.Fuzz(func(t *testing.T, lastApplied, fields, pointer string) {
+		if len(lastApplied)+len(fields)+len(pointer) > maxFuzzInput {
+			return
+		}
 		var managed []service.ManagedFieldsEntry
 		if fields != "" {
 			managed = []service.ManagedFieldsEntry{{Manager: FieldManager, Operation: "Apply", FieldsV1: []byte(fields)}}

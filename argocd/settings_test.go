@@ -93,6 +93,9 @@ func FuzzParseSettings(f *testing.F) {
 	f.Add("a_b_c", "{", "- 1", "x")
 	f.Add("Service", "jsonPointers: [1, null]", "x/y/z:\n  ignoreDifferences: 'jsonPointers: [/a]'", "")
 	f.Fuzz(func(t *testing.T, groupKind, value, legacy, method string) {
+		if len(groupKind)+len(value)+len(legacy)+len(method) > maxFuzzInput {
+			return
+		}
 		s := ParseSettings(map[string]string{SettingIgnorePrefix + groupKind: value, SettingLegacyCustomizations: legacy,
 			SettingTrackingMethod: method})
 		switch s.TrackingMethod {

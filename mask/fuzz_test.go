@@ -21,9 +21,13 @@ var fuzzPlants = []struct{ text, secret string }{
 
 var fuzzPaths = []string{"f.yaml", "f.json", "f.env", "f.txt", "templates/f.yaml", ""}
 
-// FuzzMaskFile plants known secrets inside fuzzed YAML, JSON or text and
-// checks that no mutation of the surrounding text lets one through, and that
-// masking never panics.
+// maxFuzzInput caps the fuzzed text around a planted secret.
+const maxFuzzInput = 64 << 10
+
+// FuzzMaskFile plants known secrets inside fuzzed YAML, JSON or text, at a
+// fuzzed indentation (so inside mappings, lists and block scalars of the
+// surrounding text), and checks that no mutation of the surrounding text
+// lets one through, and that masking never panics.
 func FuzzMaskFile(f *testing.F) {
 	seeds := []struct{ prefix, suffix string }{
 		{"apiVersion: v1\nkind: ConfigMap\ndata:", "other: value"},
@@ -45,16 +49,20 @@ func FuzzMaskFile(f *testing.F) {
 	}
 	for _, s := range seeds {
 		for i := range fuzzPlants {
-			f.Add(s.prefix, s.suffix, uint8(i), uint8(i%len(fuzzPaths)))
+			f.Add(s.prefix, s.suffix, uint8(i), uint8(i%len(fuzzPaths)), uint8(i%3*2))
 		}
 	}
 	m := MustNew(f)
-	f.Fuzz(func(t *testing.T, prefix, suffix string, plant, kind uint8) {
+	f.Fuzz(func(t *testing.T, prefix, suffix string, plant, kind, indent uint8) {
+		if len(prefix)+len(suffix) > maxFuzzInput {
+			return
+		}
 		p := fuzzPlants[int(plant)%len(fuzzPlants)]
 		if strings.Contains(prefix, p.secret) || strings.Contains(suffix, p.secret) {
 			return // the secret would not be the planted one
 		}
-		in := []byte(prefix + "\n" + p.text + "\n" + suffix)
+		pad := strings.Repeat(" ", int(indent)%9)
+		in := []byte(prefix + "\n" + pad + strings.ReplaceAll(p.text, "\n", "\n"+pad) + "\n" + suffix)
 		var out []byte
 		if path := fuzzPaths[int(kind)%len(fuzzPaths)]; path == "" {
 			out = m.Manifests(in).Content

@@ -168,6 +168,9 @@ func FuzzParseStackEvent(f *testing.F) {
 	f.Add("A='\nB='\n'")
 	f.Add("'\n='\nA=''")
 	f.Fuzz(func(t *testing.T, message string) {
+		if len(message) > maxFuzzInput {
+			return
+		}
 		e, err := ParseStackEvent(message)
 		if err != nil {
 			if !errors.Is(err, ErrBadStackEvent) {
@@ -192,6 +195,9 @@ func FuzzStackEventRoundTrip(f *testing.F) {
 	f.Add("", "", "", "", "")
 	f.Add("'", "''", "x'", "{\"a\":'b'}", " ")
 	f.Fuzz(func(t *testing.T, stackID, name, status, props, reason string) {
+		if len(stackID)+len(name)+len(status)+len(props)+len(reason) > maxFuzzInput {
+			return
+		}
 		for _, v := range []string{stackID, name, status, props, reason} {
 			if strings.Contains(v, "\n") {
 				return // multi-line values are covered by FuzzParseStackEvent

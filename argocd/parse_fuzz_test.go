@@ -1,0 +1,41 @@
+package argocd
+
+import (
+	"testing"
+
+	"github.com/kukie/gitops-server/argocd/argocdtest"
+)
+
+// maxFuzzInput caps what a fuzz target of this package reads in all.
+const maxFuzzInput = 64 << 10
+
+// The parsers below run once per object or app of every cluster read, so
+// their allocations are guarded, with bounds about twice what they take
+// (allocation counts do not depend on the machine). A change that trips one
+// should say why in its commit, or give the allocations back.
+
+// TestParseTrackingIDAllocs: three (the splits) for a valid tracking id.
+func TestParseTrackingIDAllocs(t *testing.T) {
+	for _, s := range []string{"web:apps/Deployment:sandbox/web", "team_web:/Service:ns/x", "no-colon"} {
+		if n := testing.AllocsPerRun(100, func() { ParseTrackingID(s) }); n > 6 {
+			t.Errorf("ParseTrackingID(%q): %v allocations, want at most 6", s, n)
+		}
+	}
+}
+
+// TestDecodeApplicationAllocs: a reused decoder takes about a dozen
+// allocations per app and one per resource row (the strings kept), never
+// one per byte or per field skipped.
+func TestDecodeApplicationAllocs(t *testing.T) {
+	for _, rows := range []int{0, 3, 30} {
+		raw := argocdtest.ApplicationJSON(1, rows)
+		d := NewApplicationDecoder("argocd", nil)
+		if _, ok := d.Decode(raw); !ok {
+			t.Fatalf("fixture with %d rows does not decode", rows)
+		}
+		limit := float64(24 + 2*rows)
+		if n := testing.AllocsPerRun(50, func() { d.Decode(raw) }); n > limit {
+			t.Errorf("Decode of an app with %d resource rows (%d bytes): %v allocations, want at most %v", rows, len(raw), n, limit)
+		}
+	}
+}
