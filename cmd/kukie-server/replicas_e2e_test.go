@@ -51,6 +51,7 @@ func startProcess(t *testing.T, env map[string]string) *server {
 			_ = cmd.Process.Kill()
 			t.Error("server process did not stop")
 		}
+		checkLogSecrets(t, s.logs.String(), env)
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -14,9 +14,10 @@ import (
 	"github.com/kukie/gitops-server/internal/pgtest"
 )
 
-// Planted secrets of the fixture repository: none may appear in any answer
-// or log line.
-var planted = []string{"hunter2-db-password", "c3VwZXItc2VjcmV0LXZhbHVl", "tok-repo-3f9a1c"}
+// Planted secrets of the fixture repository (and, last, of a Secret's
+// last-applied-configuration read by ownership detection): none may appear
+// in any answer or log line.
+var planted = []string{"hunter2-db-password", "c3VwZXItc2VjcmV0LXZhbHVl", "tok-repo-3f9a1c", "lastapplied-pw-9d2e71"}
 
 // TestRepoTabEndToEnd drives the built server with only an operator's
 // configuration (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS, KUKIE_SECRET_KEYS, the

@@ -195,6 +195,29 @@ func TestTenancyMatrix(t *testing.T) {
 		}
 	}
 
+	// Ownership detection reads a Secret applied with kubectl: its
+	// last-applied-configuration holds the value, which must reach no
+	// answer (and no log line: startServer's check knows the value).
+	secret := planted[len(planted)-1]
+	if err := k.Apply(t.Context(), []byte(fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: default
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db","namespace":"default"},"stringData":{"password":%q}}'
+stringData: {password: %q}
+`, secret, secret))); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/clusters/a-only/argocd/ownership", "/v1/clusters/prod/argocd/ownership"} {
+		status, body := call(t, "POST", s.public+path, teamToken(t, "team-a", nil, "member"),
+			`{"resources":[{"kind":"Secret","namespace":"default","name":"db"}]}`)
+		if status != 200 || strings.Contains(body, secret) {
+			t.Errorf("ownership of a Secret: %d %.300s (must answer without its values)", status, body)
+		}
+	}
+
 	// B sees its own: its cluster "prod" (not A's of the same id).
 	_, body := call(t, "GET", s.public+"/v1/clusters", teamToken(t, "team-b", nil, "member"), "")
 	if !strings.Contains(body, "prod-b") {

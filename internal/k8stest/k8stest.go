@@ -261,6 +261,7 @@ var resources = map[string]schema.GroupVersionResource{
 	"Namespace":                {Version: "v1", Resource: "namespaces"},
 	"Service":                  {Version: "v1", Resource: "services"},
 	"ConfigMap":                {Version: "v1", Resource: "configmaps"},
+	"Secret":                   {Version: "v1", Resource: "secrets"},
 	"Deployment":               {Group: "apps", Version: "v1", Resource: "deployments"},
 	"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
 	"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
