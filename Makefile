@@ -11,10 +11,11 @@ test: tools build ## All tests, against the local PostgreSQL and the built kube-
 tools: ## Build kube-apiserver and etcd into a cache outside the repo (~10 min cold, then instant).
 	./scripts/tools.sh
 
-bench: tools build ## Argo CD, ownership and history benchmarks (about 8 minutes); prints Markdown tables.
+bench: tools build ## Argo CD, ownership, history and scale-out (issue 12) benchmarks (about 13 minutes); prints Markdown tables.
 	./scripts/ensure-postgres.sh
 	go run ./cmd/kukie-bench -server bin/kukie-server
 	go run ./cmd/kukie-bench history
+	go run ./cmd/kukie-bench scaleout -server bin/kukie-server
 
 build: VERSION ?= $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 build: ## The release binary (static, -trimpath, version stamped), as the Dockerfile builds it; deploy/dockerfile_test.go checks it.

@@ -12,6 +12,12 @@
 //
 // Phases are skipped with zero durations or counts; -cluster-qps and
 // -cluster-burst set the server's KUKIE_CLUSTER_QPS and KUKIE_CLUSTER_BURST.
+//
+// `kukie-bench history` measures the Kukie history query over a million
+// plans; `kukie-bench scaleout [-phases replicas,cold-ratio,memory,sidebar]`
+// measures issue 12's scale-out figures (several replicas on one database,
+// the cold list against the raw LIST, memory and a heap profile with 1,000
+// clusters, the sidebar of 200 clusters), each beside the issue's figure.
 package main
 
 import (
@@ -36,6 +42,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/k8stest"
@@ -50,6 +62,13 @@ func main() {
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "history" {
 		if err := historyBench(200); err != nil {
+			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "scaleout" {
+		if err := scaleout(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
 			os.Exit(1)
 		}
@@ -137,25 +156,19 @@ func run() error {
 	defer dropDB()
 
 	step("starting " + o.server)
-	api, admin := freeAddr(), freeAddr()
-	srv := exec.Command(o.server, "serve")
-	srv.Env = append(os.Environ(), "KUKIE_HTTP_ADDR="+api, "KUKIE_ADMIN_ADDR="+admin, "KUKIE_DATABASE_URL="+dbURL,
-		"KUKIE_AUTH_HS256_SECRET="+secret, "KUKIE_MIGRATE_ON_START=true", "KUKIE_LOG_LEVEL=warn",
-		"KUKIE_SHUTDOWN_DELAY=0s", "KUKIE_STATIC_CLUSTERS_FILE="+clustersPath)
+	var extra []string
 	if o.clusterQPS != "" {
-		srv.Env = append(srv.Env, "KUKIE_CLUSTER_QPS="+o.clusterQPS)
+		extra = append(extra, "KUKIE_CLUSTER_QPS="+o.clusterQPS)
 	}
 	if o.clusterBurst != "" {
-		srv.Env = append(srv.Env, "KUKIE_CLUSTER_BURST="+o.clusterBurst)
+		extra = append(extra, "KUKIE_CLUSTER_BURST="+o.clusterBurst)
 	}
-	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
-	if err := srv.Start(); err != nil {
+	srv, err := startServer(o.server, dbURL, clustersPath, extra...)
+	if err != nil {
 		return err
 	}
-	defer func() { _ = srv.Process.Signal(os.Interrupt); _ = srv.Wait() }()
-	if err := waitReady("http://" + admin + "/readyz"); err != nil {
-		return err
-	}
+	defer srv.stop()
+	api, admin := srv.api, srv.admin
 	tok, err := authtest.HS256([]byte(secret), authtest.Claims{Sub: "bench", Team: "bench", Roles: []string{"member"}})
 	if err != nil {
 		return err
@@ -364,16 +377,17 @@ func (d *detection) once(client *http.Client) (took, inServer time.Duration, err
 func (d *detection) load(clients, requests int) result {
 	var next atomic.Int64
 	return drive(clients, 60*time.Second, func() bool { return next.Add(1) <= int64(requests) },
-		func(client *http.Client, _ int) (time.Duration, error) {
+		func(client *http.Client, _, _ int) (time.Duration, error) {
 			took, _, err := d.once(client)
 			return took, err
 		})
 }
 
 // drive runs clients goroutines sharing one connection pool; each sends
-// requests (send's i counts its own) while more says so. It gathers every
-// request's latency and counts the failed ones.
-func drive(clients int, timeout time.Duration, more func() bool, send func(client *http.Client, i int) (time.Duration, error)) result {
+// requests (send's c is the client's number, i counts its own requests)
+// while more says so. It gathers every request's latency and counts the
+// failed ones.
+func drive(clients int, timeout time.Duration, more func() bool, send func(client *http.Client, c, i int) (time.Duration, error)) result {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 	client := &http.Client{Transport: transport, Timeout: timeout}
 	defer transport.CloseIdleConnections()
@@ -382,11 +396,11 @@ func drive(clients int, timeout time.Duration, more func() bool, send func(clien
 	var all []time.Duration
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range clients {
+	for c := range clients {
 		wg.Go(func() {
 			var mine []time.Duration
 			for i := 0; more(); i++ {
-				took, err := send(client, i)
+				took, err := send(client, c, i)
 				mine = append(mine, took)
 				if err != nil {
 					errs.Add(1)
@@ -401,21 +415,51 @@ func drive(clients int, timeout time.Duration, more func() bool, send func(clien
 	return result{n: int64(len(all)), errors: errs.Load(), elapsed: time.Since(start), latencies: all}
 }
 
-func step(s string) { fmt.Fprintln(os.Stderr, "kukie-bench:", s) }
+// step reports progress on stderr with the wall-clock time, so a slow
+// phase shows.
+func step(s string) { fmt.Fprintln(os.Stderr, "kukie-bench:", time.Now().Format("15:04:05"), s) }
 
-// addApps creates n more Applications, each with a few resources.
+// addApps creates n more Applications, each with a few resources, 8 at a
+// time through the admin's client with client-go's default rate limit (5
+// requests/s, which k8stest's own client keeps) lifted: 488 creates took
+// 1.5 minutes at that rate.
 func addApps(c *k8stest.Cluster, n int) error {
-	var docs strings.Builder
+	cfg := c.Config(k8stest.UserAdmin)
+	cfg.QPS, cfg.Burst = 1000, 1000
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	apps := dyn.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}).
+		Namespace("argocd")
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(8)
 	for i := range n {
-		sync, health := "Synced", "Healthy"
-		if i%7 == 0 {
-			sync = "OutOfSync"
-		}
-		if i%11 == 0 {
-			health = "Degraded"
-		}
-		fmt.Fprintf(&docs, `---
-apiVersion: argoproj.io/v1alpha1
+		g.Go(func() error {
+			var obj map[string]any
+			if err := yaml.Unmarshal(appYAML(i), &obj); err != nil {
+				return err
+			}
+			if _, err := apps.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create Application app-%04d: %w", i, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// appYAML is the i-th generated Application: every 7th OutOfSync, every
+// 11th Degraded, with a Deployment, a Service and a ConfigMap.
+func appYAML(i int) []byte {
+	sync, health := "Synced", "Healthy"
+	if i%7 == 0 {
+		sync = "OutOfSync"
+	}
+	if i%11 == 0 {
+		health = "Degraded"
+	}
+	return fmt.Appendf(nil, `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: app-%04d, namespace: argocd}
 spec:
@@ -431,8 +475,6 @@ status:
     - {version: v1, kind: Service, namespace: app-%04d, name: web, status: Synced, health: {status: Healthy}}
     - {version: v1, kind: ConfigMap, namespace: app-%04d, name: settings, status: Synced}
 `, i, i, i, i%2 == 0, sync, health, i, sync, health, i, i)
-	}
-	return c.Apply(context.Background(), []byte(docs.String()))
 }
 
 func createDatabase() (string, func(), error) {
@@ -555,10 +597,20 @@ func (r result) String() string {
 // load runs clients goroutines for d, each sending GET url(i) for its i-th
 // request and reading the whole body.
 func (b *bench) load(clients int, d time.Duration, url func(i int) string) result {
+	return b.loadFrom(clients, d, func(_, i int) string { return url(i) })
+}
+
+// loadFrom is load where client c sends GET url(c, i) for its i-th request.
+func (b *bench) loadFrom(clients int, d time.Duration, url func(c, i int) string) result {
 	deadline := time.Now().Add(d)
-	return drive(clients, 30*time.Second, func() bool { return time.Now().Before(deadline) },
-		func(client *http.Client, i int) (time.Duration, error) {
-			req, _ := http.NewRequest("GET", url(i), nil)
+	return b.loadWhile(clients, func() bool { return time.Now().Before(deadline) }, url)
+}
+
+// loadWhile is loadFrom while more says so.
+func (b *bench) loadWhile(clients int, more func() bool, url func(c, i int) string) result {
+	return drive(clients, 30*time.Second, more,
+		func(client *http.Client, c, i int) (time.Duration, error) {
+			req, _ := http.NewRequest("GET", url(c, i), nil)
 			req.Header.Set("Authorization", "Bearer "+b.token)
 			t0 := time.Now()
 			res, err := client.Do(req)
