@@ -137,7 +137,7 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 	}
 	app, ok := snap.App(appID)
 	if !ok {
-		return AppManifests{}, errAppNotFound()
+		return AppManifests{}, ErrAppNotFound()
 	}
 	out := AppManifests{AppID: app.ID, RevisionSource: "compared", Sources: []SourceManifests{}}
 	sources, revisions := app.Sync.ComparedTo, app.Sync.Revisions
