@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -56,8 +57,11 @@ type Snapshot struct {
 	ContentHash string
 	byID        map[string]int
 	// listed maps each status.resources identity to the indexes (in Apps)
-	// of the apps listing it, each app once.
-	listed map[resourceIdentity][]int
+	// of the apps listing it, each app once. It is built on the first
+	// Listing call: only detection needs it, and on a replica that serves
+	// many clusters it would be about a third of a snapshot's memory.
+	listedOnce sync.Once
+	listed     map[resourceIdentity][]int
 }
 
 // resourceIdentity is an object as status.resources names it: the group is
@@ -67,11 +71,12 @@ type resourceIdentity struct{ group, kind, namespace, name string }
 // Listing returns the apps whose status.resources list the object (group
 // "" for the core group, namespace "" for a cluster-scoped object), in the
 // snapshot's order; nil when none does. It is a map lookup: the index is
-// built once per snapshot. Argo CD manages objects it writes no tracking
-// metadata onto (CRDs, custom instance label keys) and lists them there
-// all the same (upstream reposerver/repository/repository.go skips
-// SetAppInstance for CRDs).
+// built once per snapshot, on the first call. Argo CD manages objects it
+// writes no tracking metadata onto (CRDs, custom instance label keys) and
+// lists them there all the same (upstream reposerver/repository/
+// repository.go skips SetAppInstance for CRDs).
 func (s *Snapshot) Listing(group, kind, namespace, name string) []Application {
+	s.listedOnce.Do(func() { s.listed = indexListings(s.Apps) })
 	idx := s.listed[resourceIdentity{group, kind, namespace, name}]
 	if len(idx) == 0 {
 		return nil
@@ -128,7 +133,6 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	for i, a := range apps {
 		s.byID[a.ID] = i
 	}
-	s.listed = indexListings(apps)
 	b, merr := json.Marshal(apps)
 	if merr != nil {
 		s.Err = WrapError(EINTERNAL, "encode applications", merr)
