@@ -247,6 +247,8 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 		}
 	}
 	out := Sidebar{Clusters: []SidebarCluster{}, Limited: []SidebarRef{}, Unavailable: []SidebarRef{}}
+	var stale []Cluster // never read, or older than the TTL
+	defer func() { s.readInBackground(stale) }()
 	for _, cl := range clusters {
 		switch {
 		case !cl.Readable():
@@ -262,7 +264,7 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 			maxAge = s.Cache.maxAge(cardErr(card.reason), false)
 		}
 		if !card.known || card.age >= maxAge {
-			s.readInBackground(cl)
+			stale = append(stale, cl)
 		}
 		switch {
 		case !card.known:
@@ -321,9 +323,11 @@ func canceled(err error) bool {
 	return errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && ErrorReason(err) == "")
 }
 
-// readInBackground reads the cluster through the cache outside any
-// request, unless Parallel reads already run: the next sidebar tries again.
-func (s *ArgoCD) readInBackground(cl Cluster) {
+// readInBackground reads the clusters through the cache outside any
+// request, at most Parallel at once; clusters already queued or being read
+// are left to that read. Every cluster handed over is read, so one sidebar
+// call starts the refresh of all its stale cards.
+func (s *ArgoCD) readInBackground(clusters []Cluster) {
 	s.initBackground.Do(func() {
 		n := s.Parallel
 		if n <= 0 {
@@ -331,17 +335,22 @@ func (s *ArgoCD) readInBackground(cl Cluster) {
 		}
 		s.background = make(chan struct{}, n)
 	})
-	if _, busy := s.reading.LoadOrStore(cl.Key(), true); busy {
-		return
+	var todo []Cluster
+	for _, cl := range clusters {
+		if _, busy := s.reading.LoadOrStore(cl.Key(), true); !busy {
+			todo = append(todo, cl)
+		}
 	}
-	select {
-	case s.background <- struct{}{}:
-	default:
-		s.reading.Delete(cl.Key())
+	if len(todo) == 0 {
 		return
 	}
 	go func() {
-		defer func() { <-s.background; s.reading.Delete(cl.Key()) }()
-		s.Cache.Get(context.Background(), cl, false)
+		for _, cl := range todo {
+			s.background <- struct{}{} // a slot: at most Parallel reads at once
+			go func() {
+				defer func() { <-s.background; s.reading.Delete(cl.Key()) }()
+				s.Cache.Get(context.Background(), cl, false)
+			}()
+		}
 	}()
 }
