@@ -109,21 +109,11 @@ func applicationLists(t *testing.T, k *k8stest.Cluster) int {
 // correct schema; together they read a cluster once per cache window,
 // counted by the API server; a refresh on one is what the other serves.
 func TestTwoReplicas(t *testing.T) {
-	k, err := k8stest.Start(k8stest.Options{ArgoCD: true})
-	if err != nil {
-		t.Fatalf("a Kubernetes API server is needed: %v", err)
-	}
-	t.Cleanup(func() { _ = k.Stop() })
-	kubeconfig, err := k.Kubeconfig(k8stest.UserAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	writeFile(t, dir+"/prod.kubeconfig", string(kubeconfig))
-	writeFile(t, dir+"/clusters.yaml", "clusters:\n  - {id: prod, team: team-e2e, name: prod, kubeconfig: "+dir+"/prod.kubeconfig, access_level: full}\n")
+	k, kubeconfig := startArgoCluster(t)
+	clusters := clustersFile(t, kubeconfig, [3]string{"prod", "team-e2e", "prod"})
 	dbURL := pgtest.MustCreateDatabase(t)
 	env := map[string]string{"KUKIE_DATABASE_URL": dbURL, "KUKIE_MIGRATE_ON_START": "true",
-		"KUKIE_STATIC_CLUSTERS_FILE": dir + "/clusters.yaml"}
+		"KUKIE_STATIC_CLUSTERS_FILE": clusters}
 
 	// Both migrate the empty database at once.
 	var a, b *server

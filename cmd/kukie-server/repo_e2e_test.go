@@ -10,7 +10,6 @@ import (
 
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/internal/pgtest"
 )
 
@@ -148,11 +147,7 @@ func TestRepoTabManifestsEndToEnd(t *testing.T) {
 			"spec:\n  replicas: {{ .Values.replicas }}\n",
 	}, "chart")
 	git := repo.ServeHTTP(t, gittest.HTTPOptions{AllowAnyCommit: true})
-	k, err := k8stest.Start(k8stest.Options{ArgoCD: true})
-	if err != nil {
-		t.Fatalf("a Kubernetes API server is needed: %v", err)
-	}
-	t.Cleanup(func() { _ = k.Stop() })
+	k, kubeconfig := startArgoCluster(t)
 	app := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: { name: demo, namespace: argocd }
@@ -170,15 +165,8 @@ status:
 	if err := k.Apply(t.Context(), []byte(app)); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := k.Kubeconfig(k8stest.UserAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	writeFile(t, dir+"/demo.kubeconfig", string(kubeconfig))
-	writeFile(t, dir+"/clusters.yaml", "clusters:\n  - {id: demo, team: team-e2e, name: demo, kubeconfig: "+dir+"/demo.kubeconfig, access_level: full}\n")
 	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{
-		"KUKIE_STATIC_CLUSTERS_FILE":      dir + "/clusters.yaml",
+		"KUKIE_STATIC_CLUSTERS_FILE":      clustersFile(t, kubeconfig, [3]string{"demo", "team-e2e", "demo"}),
 		"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
 	})
 	admin := e2eToken(t, "admin")

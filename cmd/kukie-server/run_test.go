@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/internal/tcpproxy"
 )
@@ -557,4 +558,36 @@ func TestCheckLogSecretsCatches(t *testing.T) {
 	if r.errors != 0 {
 		t.Error("the log check flags a clean line")
 	}
+}
+
+// startArgoCluster starts a kube-apiserver with the Argo CD fixtures and
+// returns it with the path of its admin kubeconfig.
+func startArgoCluster(t *testing.T) (*k8stest.Cluster, string) {
+	t.Helper()
+	k, err := k8stest.Start(k8stest.Options{ArgoCD: true})
+	if err != nil {
+		t.Fatalf("a Kubernetes API server is needed: %v", err)
+	}
+	t.Cleanup(func() { _ = k.Stop() })
+	kubeconfig, err := k.Kubeconfig(k8stest.UserAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	writeFile(t, path, string(kubeconfig))
+	return k, path
+}
+
+// clustersFile writes a static clusters file (KUKIE_STATIC_CLUSTERS_FILE)
+// of FULL clusters {id, team, name} reached through kubeconfig.
+func clustersFile(t *testing.T, kubeconfig string, clusters ...[3]string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("clusters:\n")
+	for _, c := range clusters {
+		fmt.Fprintf(&b, "  - {id: %s, team: %s, name: %s, kubeconfig: %s, access_level: full}\n", c[0], c[1], c[2], kubeconfig)
+	}
+	path := filepath.Join(t.TempDir(), "clusters.yaml")
+	writeFile(t, path, b.String())
+	return path
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/kukie/gitops-server/internal/authtest"
 	"github.com/kukie/gitops-server/internal/awsfake"
 	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
@@ -51,24 +50,12 @@ func TestTenancyMatrix(t *testing.T) {
 	repo := gittest.NewRepo(t)
 	repo.Commit(t, map[string]string{"apps/web/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"}, "first")
 	git := repo.ServeHTTP(t, gittest.HTTPOptions{})
-	k, err := k8stest.Start(k8stest.Options{ArgoCD: true})
-	if err != nil {
-		t.Fatalf("a Kubernetes API server is needed: %v", err)
-	}
-	t.Cleanup(func() { _ = k.Stop() })
-	kubeconfig, err := k.Kubeconfig(k8stest.UserAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	writeFile(t, dir+"/k.kubeconfig", string(kubeconfig))
+	k, kubeconfig := startArgoCluster(t)
 	// Both teams have a cluster "prod" (ids are per team); only A has "a-only".
-	writeFile(t, dir+"/clusters.yaml", "clusters:\n"+
-		"  - {id: a-only, team: team-a, name: a-only, kubeconfig: "+dir+"/k.kubeconfig, access_level: full}\n"+
-		"  - {id: prod, team: team-a, name: prod-a, kubeconfig: "+dir+"/k.kubeconfig, access_level: full}\n"+
-		"  - {id: prod, team: team-b, name: prod-b, kubeconfig: "+dir+"/k.kubeconfig, access_level: full}\n")
+	clusters := clustersFile(t, kubeconfig, [3]string{"a-only", "team-a", "a-only"}, [3]string{"prod", "team-a", "prod-a"},
+		[3]string{"prod", "team-b", "prod-b"})
 	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{
-		"KUKIE_STATIC_CLUSTERS_FILE": dir + "/clusters.yaml", "KUKIE_AWS_REGION": region,
+		"KUKIE_STATIC_CLUSTERS_FILE": clusters, "KUKIE_AWS_REGION": region,
 		"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
 	})
 
