@@ -6,15 +6,37 @@ import (
 	"github.com/gobwas/glob"
 )
 
+// Bounds past which a glob pattern matches nothing, as if it did not
+// compile. gobwas/glob backtracks: its matching is exponential in the
+// choices a pattern offers ("*a*a…" against "aa…ab" takes seconds from
+// about twenty "*", "{a,aa}{a,aa}…" from about twenty groups) and its
+// compilation superlinear in length (two thousand "?" take seconds).
+// Application authors write these rules, and one must not stall a read;
+// within the bounds a match takes milliseconds at worst. Real group and
+// kind patterns are far below them.
+const (
+	maxGlobPatternBytes = 256
+	maxGlobChoices      = 10 // "*", "{" and "," together
+)
+
+// globChoices counts what makes gobwas/glob backtrack.
+func globChoices(pattern string) int {
+	return strings.Count(pattern, "*") + strings.Count(pattern, "{") + strings.Count(pattern, ",")
+}
+
 // globMatch matches a group or kind of an ignoreDifferences rule the way
 // Argo CD does (util/glob/glob.go Match over github.com/gobwas/glob, with
 // no separators, as util/argo/normalizers/diff_normalizer.go calls it):
 // "*" matches any text, including the empty core group; an empty pattern
-// matches only the empty text; a pattern that does not compile matches
-// nothing.
+// matches only the empty text; a pattern that does not compile, or is past
+// maxGlobPatternBytes or maxGlobChoices, matches nothing (so the rule is
+// not taken to hide a change, the cautious side).
 func globMatch(pattern, text string) (matched bool) {
 	if !strings.ContainsAny(pattern, `*?[]{}\!`) {
 		return pattern == text
+	}
+	if len(pattern) > maxGlobPatternBytes || globChoices(pattern) > maxGlobChoices {
+		return false
 	}
 	defer func() {
 		// The library is old; a pattern it cannot handle must not take the

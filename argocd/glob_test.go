@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kukie/gitops-server/service"
@@ -46,8 +47,9 @@ func TestIgnoresWithGlobRules(t *testing.T) {
 	}
 }
 
-// FuzzGlobMatch: no pattern panics, and a pattern without glob syntax
-// matches only itself.
+// FuzzGlobMatch: no pattern panics or stalls, a pattern without glob
+// syntax matches only itself, "*" matches everything, and a pattern past
+// the bounds matches nothing.
 func FuzzGlobMatch(f *testing.F) {
 	for _, p := range []string{"*", "", "apps", "[", "{a,b", "\\", "a[!b]c", "*.k8s.io", "[]", "{}", "?*?"} {
 		f.Add(p, "apps")
@@ -59,6 +61,13 @@ func FuzzGlobMatch(f *testing.F) {
 		got := globMatch(pattern, text)
 		if pattern == "*" && !got {
 			t.Fatalf("* did not match %q", text)
+		}
+		literal := !strings.ContainsAny(pattern, `*?[]{}\!`)
+		if literal && got != (pattern == text) {
+			t.Fatalf("literal %q matched %q: %v", pattern, text, got)
+		}
+		if !literal && got && (len(pattern) > maxGlobPatternBytes || globChoices(pattern) > maxGlobChoices) {
+			t.Fatalf("%q, past the bounds, matched %q", pattern, text)
 		}
 	})
 }

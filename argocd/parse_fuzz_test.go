@@ -1,6 +1,7 @@
 package argocd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kukie/gitops-server/argocd/argocdtest"
@@ -37,5 +38,29 @@ func TestDecodeApplicationAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(50, func() { d.Decode(raw) }); n > limit {
 			t.Errorf("Decode of an app with %d resource rows (%d bytes): %v allocations, want at most %v", rows, len(raw), n, limit)
 		}
+	}
+}
+
+// TestGlobMatchBoundsPatterns: patterns that would take gobwas/glob seconds
+// (found by FuzzGlobMatch; testdata/fuzz/FuzzGlobMatch keeps its input)
+// match nothing and return at once; the bounds leave real patterns alone.
+func TestGlobMatchBoundsPatterns(t *testing.T) {
+	tests := []struct {
+		name, pattern, text string
+		want                bool
+	}{
+		{"ErrManyStars", strings.Repeat("*a", 40), strings.Repeat("a", 80) + "b", false},
+		{"ErrManyAlternatives", strings.Repeat("{a,aa}", 25), strings.Repeat("a", 40) + "b", false},
+		{"ErrLong", "0000" + strings.Repeat("?", 1900) + "000000[000000]", "\x00", false},
+		{"TenStars", strings.Repeat("*.", 10) + "io", "a.b.c.d.e.f.g.h.i.j.io", true},
+		{"Alternatives", "{apps,batch,extensions,networking.k8s.io}", "batch", true},
+		{"LongPattern", strings.Repeat("?", 250) + "*", strings.Repeat("x", 251), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := globMatch(tt.pattern, tt.text); got != tt.want {
+				t.Errorf("globMatch(%d-byte pattern) = %v, want %v", len(tt.pattern), got, tt.want)
+			}
+		})
 	}
 }
