@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test tools build lint bench
+.PHONY: run test tools build lint bench soak
 
 run: ## Run the server at once (tokens and curl lines printed); the sandbox cluster attaches when `make tools` is done.
 	./scripts/dev-run.sh
@@ -16,6 +16,10 @@ bench: tools build ## Argo CD, ownership, history and scale-out (issue 12) bench
 	go run ./cmd/kukie-bench -server bin/kukie-server
 	go run ./cmd/kukie-bench history
 	go run ./cmd/kukie-bench scaleout -server bin/kukie-server
+
+soak: tools build ## Issue 13's load and soak: 64 clients, a mix of list, detail, ownership, plans and history for 5 minutes, loopback only; fails on any non-4xx error.
+	./scripts/ensure-postgres.sh
+	go run ./cmd/kukie-bench soak -server bin/kukie-server
 
 build: VERSION ?= $(or $(shell git describe --always --dirty 2>/dev/null),unknown)
 build: ## The release binary (static, -trimpath, version stamped), as the Dockerfile builds it; deploy/dockerfile_test.go checks it.

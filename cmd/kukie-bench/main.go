@@ -17,7 +17,9 @@
 // plans; `kukie-bench scaleout [-phases replicas,cold-ratio,memory,sidebar]`
 // measures issue 12's scale-out figures (several replicas on one database,
 // the cold list against the raw LIST, memory and a heap profile with 1,000
-// clusters, the sidebar of 200 clusters), each beside the issue's figure.
+// clusters, the sidebar of 200 clusters), each beside the issue's figure;
+// `kukie-bench soak [-for 5m -clients 64 -warmup 1m]` runs issue 13's
+// bounded load and soak (`make soak`, see soak.go).
 package main
 
 import (
@@ -69,6 +71,13 @@ func main() {
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "scaleout" {
 		if err := scaleout(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "soak" {
+		if err := soak(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
 			os.Exit(1)
 		}
