@@ -106,7 +106,13 @@ func mustVerifyFixture(tb testing.TB) *verifyFixture {
 
 	noSubject := notification(testNow)
 	noSubject.Subject = ""
-	for _, m := range []Message{notification(testNow), noSubject,
+	failed := notification(testNow.Add(-2 * time.Minute))
+	failed.MessageID = "0f4c1a4e-8d3b-4c55-9e0a-3a6c2b7d9e11"
+	failed.Message = strings.NewReplacer("UPDATE_COMPLETE", "UPDATE_FAILED", "ResourceStatusReason=''",
+		`ResourceStatusReason='Resource handler returned message: "Access denied" (HandlerErrorCode: AccessDenied)'`).Replace(stackMessage)
+	nonASCII := notification(testNow)
+	nonASCII.Message = "StackName='kukie-é'\nResourceProperties='{\"Tags\":[{\"Key\":\"owner\",\"Value\":\"zoë\"}]}'\n"
+	for _, m := range []Message{notification(testNow), noSubject, failed, nonASCII,
 		confirmation(TypeSubscriptionConfirmation, testNow), confirmation(TypeUnsubscribeConfirmation, testNow)} {
 		for _, version := range []string{SignatureVersion1, SignatureVersion2} {
 			fx.bodies = append(fx.bodies, mustJSON(tb, fx.sign(tb, m, version)))
