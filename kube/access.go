@@ -37,7 +37,7 @@ func (r *Reader) CanI(ctx context.Context, c service.Cluster, q service.AccessQu
 	}}
 	out, err := cs.dyn.Resource(selfSubjectAccessReviews).Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
-		return service.AccessAnswer{}, accessError(err)
+		return service.AccessAnswer{}, accessError(ctx, err)
 	}
 	allowed, _, _ := unstructured.NestedBool(out.Object, "status", "allowed")
 	reason, _, _ := unstructured.NestedString(out.Object, "status", "reason")
@@ -47,13 +47,19 @@ func (r *Reader) CanI(ctx context.Context, c service.Cluster, q service.AccessQu
 	return service.AccessAnswer{Allowed: allowed, Reason: reason}, nil
 }
 
-// accessError classifies a failed review.
-func accessError(err error) error {
+// accessError classifies a failed review. Every authenticated user may
+// create one, so a 403 means the cluster (or something in front of it)
+// refuses Kukie altogether: it cannot be used now, as when unreachable.
+func accessError(ctx context.Context, err error) error {
 	switch {
 	case unreachable(err):
 		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
+	case apierrors.IsForbidden(err):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster refused Kukie's access review.", err)
 	case apierrors.IsBadRequest(err):
 		return service.WrapError(service.EVALIDATION, "The cluster refused the question as malformed.", err)
+	case pastDeadline(ctx):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	}
 	return service.WrapError(service.EINTERNAL, "The access review failed.", err)
 }

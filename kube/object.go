@@ -39,7 +39,7 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	defer cancel()
 	mapping, err := cs.resolve(ref, r.opts.Now)
 	if err != nil {
-		return service.ObjectInfo{}, objectError(budget, err)
+		return service.ObjectInfo{}, objectError(budget, ctx, err)
 	}
 	gvk := mapping.GroupVersionKind
 	info := service.ObjectInfo{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: ref.Name,
@@ -58,7 +58,7 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	case apierrors.IsNotFound(err):
 		return info, nil
 	case err != nil:
-		return info, objectError(budget, err)
+		return info, objectError(budget, ctx, err)
 	}
 	info.Found = true
 	info.Annotations, info.Labels = obj.GetAnnotations(), obj.GetLabels()
@@ -131,9 +131,9 @@ func (cs *clientSet) mapping(arg string) (*meta.RESTMapping, error) {
 }
 
 // objectError classifies a failed resolve or GET for detection. Only the
-// caller's whole budget running out is budget_exceeded; one call timing
-// out means the cluster does not answer.
-func objectError(budget context.Context, err error) error {
+// caller's whole budget running out is budget_exceeded; one call (whose
+// context is call) timing out means the cluster does not answer.
+func objectError(budget, call context.Context, err error) error {
 	if se := connectorError(err); se != nil {
 		return se
 	}
@@ -146,6 +146,8 @@ func objectError(budget context.Context, err error) error {
 		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	case apierrors.IsForbidden(err):
 		return reasonError(service.EFORBIDDEN, ReasonForbidden, "Kukie's role may not read this object.", err)
+	case pastDeadline(call):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	}
 	return service.WrapError(service.EINTERNAL, "Reading the object failed.", err)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/net/http2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -289,6 +290,8 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, c service.Cluster,
 		return reasonError(service.EUPSTREAM, ReasonUnreachable, "The cluster's API discovery failed.", derr)
 	case apierrors.IsNotFound(err):
 		return reasonError(service.ENOTFOUND, ReasonNotInstalled, "Argo CD is not installed in this cluster.", err)
+	case pastDeadline(ctx):
+		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)
 	}
 	return service.WrapError(service.EINTERNAL, "Reading Argo CD Applications failed.", err)
 }
@@ -334,18 +337,37 @@ func reasonError(code, reason, msg string, err error) error {
 
 // unreachable reports the failures of a cluster read that mean "the
 // cluster cannot be used now": a connection failure, a 401 (credentials the
-// cluster no longer accepts) or throttling.
+// cluster no longer accepts), throttling, or the API server failing (5xx).
 func unreachable(err error) bool {
-	return ConnectionFailure(err) || apierrors.IsUnauthorized(err) || apierrors.IsTooManyRequests(err)
+	return ConnectionFailure(err) || apierrors.IsUnauthorized(err) || apierrors.IsTooManyRequests(err) || serverFailure(err)
+}
+
+// serverFailure reports an answer with a 5xx status: the API server (or
+// what stands in front of it) failed the request.
+func serverFailure(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code >= 500
+}
+
+// pastDeadline reports whether ctx's deadline has passed. A call that
+// fails then ran out of time, whatever its error says: client-go's rate
+// limiter, asked to wait for a retry the server's Retry-After called for,
+// refuses with an error of its own (not context.DeadlineExceeded) when the
+// deadline passed before the context noticed.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // ConnectionFailure reports a cluster that could not be talked to: refused,
-// DNS, a broken or timed-out connection, a certificate that does not
-// verify, or a gateway answering for the API server. Other adapters that
-// call clusters (eksaccess) classify by it too.
+// DNS, a broken or timed-out connection (an HTTP/2 stream reset midway
+// included), a certificate that does not verify, or a gateway answering for
+// the API server. Other adapters that call clusters (eksaccess) classify by
+// it too.
 func ConnectionFailure(err error) bool {
 	var urlErr *url.Error
 	var netErr net.Error
+	var streamErr http2.StreamError
 	var unknownAuthority x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var certErr x509.CertificateInvalidError
@@ -353,7 +375,7 @@ func ConnectionFailure(err error) bool {
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsServiceUnavailable(err):
 		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.As(err, &urlErr), errors.As(err, &netErr),
+		errors.As(err, &urlErr), errors.As(err, &netErr), errors.As(err, &streamErr),
 		errors.As(err, &unknownAuthority), errors.As(err, &hostErr), errors.As(err, &certErr):
 		return true
 	}
