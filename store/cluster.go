@@ -169,10 +169,21 @@ func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service
 
 // LockCluster holds an exclusive lock on one cluster's access changes
 // (a session advisory lock on a dedicated connection) until unlock is
-// called, so an access job and a removal job never run at once.
+// called, so an access job and a removal job never run at once. Locks
+// hold at most half the pool's connections — a lock is held across AWS
+// calls and their retries, and the work under it queries through the pool
+// too: were every connection a lock's, that work (and every request)
+// would wait for a connection no one gives back. A lock beyond that waits
+// for one to be released, or for ctx to end.
 func (db *DB) LockCluster(ctx context.Context, teamID, id string) (unlock func(), err error) {
+	select {
+	case db.lockSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, mapError(ctx.Err())
+	}
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
+		<-db.lockSlots
 		return nil, mapError(err)
 	}
 	// PostgreSQL text holds no NUL; a collision of two keys would only
@@ -180,9 +191,11 @@ func (db *DB) LockCluster(ctx context.Context, teamID, id string) (unlock func()
 	key := "kukie-cluster-access/" + teamID + "/" + id
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, key); err != nil {
 		conn.Release()
+		<-db.lockSlots
 		return nil, mapError(err)
 	}
 	return func() {
+		defer func() { <-db.lockSlots }()
 		// A fresh context: the caller's may be done; the lock must go.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

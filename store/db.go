@@ -24,6 +24,9 @@ import (
 // DB is the PostgreSQL store.
 type DB struct {
 	pool *pgxpool.Pool
+	// lockSlots bounds the connections cluster locks hold (half the pool):
+	// the work done under a lock needs connections of its own.
+	lockSlots chan struct{}
 	// denseHistory is the number of matching plans above which AppHistory
 	// walks the cluster's plans instead of fetching the matches by id.
 	denseHistory int
@@ -84,7 +87,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 	if err != nil {
 		return nil, fmt.Errorf("create database pool: %w", err)
 	}
-	db := &DB{pool: pool, denseHistory: DefaultDenseHistory}
+	db := &DB{pool: pool, denseHistory: DefaultDenseHistory, lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2))}
 	for _, opt := range opts {
 		opt(db)
 	}
