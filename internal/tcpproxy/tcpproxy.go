@@ -1,6 +1,7 @@
 // Package tcpproxy is a TCP proxy a test owns, to put between the service
-// and a dependency and cut the link: simulating an outage without stopping
-// a server other tests share.
+// and a dependency and break the link in the ways networks break: cut,
+// reset, black-holed or slow. It simulates an outage without stopping a
+// server other tests share.
 package tcpproxy
 
 import (
@@ -8,16 +9,38 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
-// Proxy forwards connections from its address to a target while up.
+// Mode is what the proxy does with the connections it accepts.
+type Mode int
+
+const (
+	// Forward passes bytes both ways, Latency late.
+	Forward Mode = iota
+	// Close closes each connection as soon as it is accepted (FIN): the
+	// client sees the connection end before any answer.
+	Close
+	// Reset aborts each connection as soon as it is accepted (RST): the
+	// client sees "connection reset by peer", as from a host refusing it.
+	Reset
+	// BlackHole accepts connections, reads and drops what clients send and
+	// never answers or closes them (until the mode changes or the test
+	// ends): a peer that vanished without a word.
+	BlackHole
+)
+
+// Proxy forwards connections from its address to a target, or breaks them
+// as its Mode says.
 type Proxy struct {
 	ln     net.Listener
 	target string
+	closed chan struct{} // closed when the test ends
 
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	mode    Mode
+	latency time.Duration
+	conns   map[net.Conn]struct{}
 }
 
 // MustStart starts a proxy on a free loopback port forwarding to target; it
@@ -28,37 +51,74 @@ func MustStart(tb testing.TB, target string) *Proxy {
 	if err != nil {
 		tb.Fatalf("tcpproxy: listen: %v", err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, closed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	go p.acceptLoop()
-	tb.Cleanup(func() { ln.Close(); p.SetDown(true) })
+	tb.Cleanup(func() {
+		ln.Close()
+		close(p.closed)
+		p.SetMode(Close)
+	})
 	return p
 }
 
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// SetDown cuts (true) or restores (false) the link. Cutting closes every
-// open connection; while down, new connections are closed at once.
+// SetDown cuts (true: SetMode(Close)) or restores (false: SetMode(Forward))
+// the link.
 func (p *Proxy) SetDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
 	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
+		p.SetMode(Close)
+		return
 	}
+	p.SetMode(Forward)
 }
 
-func (p *Proxy) track(c net.Conn) bool {
+// SetMode changes what the proxy does with new connections. Every open
+// connection — forwarded or black-holed — is cut, so clients meet the new
+// mode when they reconnect.
+func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.down {
+	p.mode = m
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// SetLatency delays every byte of connections accepted from now on by d,
+// in both directions (0: no delay); connections already open keep theirs.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
+}
+
+// admit registers c as open while the mode is still want; false means it
+// changed meanwhile and c must be closed.
+func (p *Proxy) admit(c net.Conn, want Mode) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode != want {
 		return false
 	}
 	p.conns[c] = struct{}{}
 	return true
+}
+
+func (p *Proxy) forget(conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		delete(p.conns, c)
+	}
+}
+
+func (p *Proxy) settings() (Mode, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode, p.latency
 }
 
 func (p *Proxy) acceptLoop() {
@@ -72,21 +132,49 @@ func (p *Proxy) acceptLoop() {
 }
 
 func (p *Proxy) handle(client net.Conn) {
-	if !p.track(client) {
+	mode, latency := p.settings()
+	switch mode {
+	case Close:
+		client.Close()
+	case Reset:
+		if tcp, ok := client.(*net.TCPConn); ok {
+			_ = tcp.SetLinger(0) // close sends RST instead of FIN
+		}
+		client.Close()
+	case BlackHole:
+		if !p.admit(client, BlackHole) {
+			client.Close()
+			return
+		}
+		_, _ = io.Copy(io.Discard, client) // until SetMode or the end of the test closes it
+		client.Close()
+		p.forget(client)
+	case Forward:
+		p.forward(client, latency)
+	}
+}
+
+func (p *Proxy) forward(client net.Conn, latency time.Duration) {
+	if !p.admit(client, Forward) {
 		client.Close()
 		return
 	}
 	server, err := net.Dial("tcp", p.target)
-	if err != nil || !p.track(server) {
+	if err != nil || !p.admit(server, Forward) {
 		client.Close()
 		if server != nil {
 			server.Close()
 		}
+		p.forget(client)
 		return
 	}
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		if latency > 0 {
+			p.copyLate(dst, src, latency)
+		} else {
+			_, _ = io.Copy(dst, src)
+		}
 		dst.Close()
 		src.Close()
 		done <- struct{}{}
@@ -95,8 +183,45 @@ func (p *Proxy) handle(client net.Conn) {
 	go pipe(client, server)
 	<-done
 	<-done
-	p.mu.Lock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	p.mu.Unlock()
+	p.forget(client, server)
+}
+
+// copyLate copies src to dst, each chunk written d after it was read, as
+// over a long link: a slow link delays bytes, it does not reorder them.
+func (p *Proxy) copyLate(dst, src net.Conn, d time.Duration) {
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	chunks := make(chan chunk, 64)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{buf[:n], time.Now().Add(d)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		src.Close()
+		for range chunks { // let the reader finish
+		}
+	}()
+	for c := range chunks {
+		t := time.NewTimer(time.Until(c.at))
+		select {
+		case <-t.C:
+		case <-p.closed:
+			t.Stop()
+			return
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			return
+		}
+	}
 }
