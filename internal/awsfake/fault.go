@@ -102,6 +102,17 @@ func (a *AWS) ClearFaults() {
 	a.faults = map[string][]*Fault{}
 }
 
+// ClearFaultsFor removes the queued faults limited to principal (see
+// Fault.Principal) and leaves the others, so tests running in parallel,
+// each with its own customer role, clear only their own.
+func (a *AWS) ClearFaultsFor(principal string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for op, queue := range a.faults {
+		a.faults[op] = slices.DeleteFunc(queue, func(f *Fault) bool { return f.Principal == principal })
+	}
+}
+
 // SetLatency delays every call of op by d before it is handled (0 removes
 // the delay). A request whose client is seen to give up meanwhile (its
 // context ends) is dropped unhandled and unrecorded, like a request that
