@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test tools build lint bench soak
+.PHONY: run test tools build lint bench soak fuzz-smoke
 
 run: ## Run the server at once (tokens and curl lines printed); the sandbox cluster attaches when `make tools` is done.
 	./scripts/dev-run.sh
@@ -29,3 +29,6 @@ lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
+
+fuzz-smoke: ## Every fuzz target for FUZZTIME (20 s) each, one per go test run, from its committed corpus (testdata/fuzz); .ci/run calls it.
+	./scripts/fuzz-smoke.sh
