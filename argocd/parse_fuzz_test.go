@@ -52,7 +52,10 @@ func TestGlobMatchBoundsPatterns(t *testing.T) {
 		{"ErrManyStars", strings.Repeat("*a", 40), strings.Repeat("a", 80) + "b", false},
 		{"ErrManyAlternatives", strings.Repeat("{a,aa}", 25), strings.Repeat("a", 40) + "b", false},
 		{"ErrLong", "0000" + strings.Repeat("?", 1900) + "000000[000000]", "\x00", false},
-		{"TenStars", strings.Repeat("*.", 10) + "io", "a.b.c.d.e.f.g.h.i.j.io", true},
+		{"ErrNestedBraces", "*{*{*{*{*0", strings.Repeat("ab", 1000), false},
+		{"ErrLongText", "*{a,b}", strings.Repeat("a", 254), false},
+		{"SixStars", strings.Repeat("*.", 6) + "io", "a.b.c.d.e.f.io", true},
+		{"StarMatchesAnyText", "*", strings.Repeat("a", 1000), true},
 		{"Alternatives", "{apps,batch,extensions,networking.k8s.io}", "batch", true},
 		{"LongPattern", strings.Repeat("?", 250) + "*", strings.Repeat("x", 251), true},
 	}
