@@ -30,5 +30,5 @@ lint:
 	go vet ./...
 	go tool staticcheck ./...
 
-fuzz-smoke: ## Every fuzz target for FUZZTIME (20 s) each, one per go test run, from its committed corpus (testdata/fuzz); .ci/run calls it.
+fuzz-smoke: ## Every fuzz target for FUZZTIME (20 s) each, one per go test run, from its committed corpus (testdata/fuzz).
 	./scripts/fuzz-smoke.sh
