@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -96,6 +97,13 @@ func RepoFolders(files map[string][]byte, prefix string, apps []Application, rep
 					if p, inside := resolveRepoPath(".", "/"+rest); refs[strings.TrimPrefix(ref, "$")] && inside && p != "." {
 						link(path.Dir(p), a, ViaHelmValueFile)
 					}
+					continue
+				}
+				if u, err := url.Parse(vf); err == nil && u.Scheme != "" {
+					// A URL ("https://…", but also "a:") is a remote file or
+					// an error for Argo CD, never a file of this repository
+					// (upstream util/io/path/resolved.go,
+					// ResolveValueFilePathOrUrl).
 					continue
 				}
 				if p, inside := resolveRepoPath(strings.Trim(src.Path, "/"), vf); here && inside && p != "." {
