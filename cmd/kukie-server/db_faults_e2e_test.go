@@ -53,7 +53,7 @@ func createPlan(base, tok, key string) createOutcome {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: hangTimeout}).Do(req)
 	if err != nil {
 		out.err = err
 		return out
@@ -175,6 +175,80 @@ func TestPlanCreatesAcrossDatabaseCut(t *testing.T) {
 			t.Errorf("no plan for %s after the retries", o.key)
 		}
 	}
+}
+
+// TestDatabasePartition makes the link to PostgreSQL go silent — no reset,
+// no close, nothing answered, as when the database's host vanishes from the
+// network — while agents create and list plans. Each request answers 503
+// unavailable once its own deadline passes (never a 500 or a hang) and
+// /readyz fails at once; when the link heals, the server recovers without a
+// restart, nothing is half-written, and retries with the same
+// Idempotency-Keys leave one whole plan per key.
+func TestDatabasePartition(t *testing.T) {
+	dbURL := pgtest.MustCreateDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := tcpproxy.MustStart(t, u.Host)
+	u.Host = link.Addr()
+	s := startServer(t, u.String(), nil)
+	tok := e2eToken(t, "agent")
+	for i := range 3 {
+		if o := createPlan(s.public, tok, fmt.Sprintf("before-%d", i)); o.status != 201 {
+			t.Fatalf("create before the partition: %+v", o)
+		}
+	}
+
+	link.Partition(true)
+	const creates = 6
+	outcomes := make([]createOutcome, creates)
+	lists := make([]answer, 2)
+	var wg sync.WaitGroup
+	for i := range creates {
+		wg.Go(func() { outcomes[i] = createPlan(s.public, tok, fmt.Sprintf("partition-%d", i)) })
+	}
+	for i := range lists {
+		wg.Go(func() { lists[i] = request("GET", s.public+"/v1/plans", tok, "") })
+	}
+	if status, body := call(t, "GET", s.admin+"/readyz", "", ""); status != 503 {
+		t.Errorf("/readyz with the database partitioned: %d %s", status, body)
+	}
+	wg.Wait()
+	for _, a := range lists {
+		if a.err != nil || a.status != 503 || !hasCode(a.body, "unavailable") {
+			t.Errorf("list while partitioned: %d %.300s %v, want 503 unavailable", a.status, a.body, a.err)
+		}
+	}
+	for _, o := range outcomes {
+		if o.err != nil || o.status != 503 || o.code != "unavailable" {
+			t.Errorf("create %s while partitioned: %d %q %v, want 503 unavailable", o.key, o.status, o.code, o.err)
+		}
+	}
+
+	link.Partition(false)
+	within(t, time.Minute, "recovery without a restart", func() (bool, string) {
+		ready, _ := call(t, "GET", s.admin+"/readyz", "", "")
+		listed, body := call(t, "GET", s.public+"/v1/plans", tok, "")
+		return ready == 200 && listed == 200, body
+	})
+	// What was held in the link reached PostgreSQL when it healed: a
+	// create whose COMMIT was among it is stored though it answered 503.
+	// Nothing is half-written, and the retries leave one plan per key.
+	db := mustConnect(t, dbURL)
+	stored := storedPlans(t, db)
+	wantWhole(t, stored)
+	for _, o := range outcomes {
+		if r := createPlan(s.public, tok, o.key); r.status != 201 || (stored[o.key].id != "" && r.planID != stored[o.key].id) {
+			t.Errorf("retry of %s: %d %q plan %s, stored before %+v", o.key, r.status, r.code, r.planID, stored[o.key])
+		}
+	}
+	stored = storedPlans(t, db)
+	wantWhole(t, stored)
+	if len(stored) != 3+creates {
+		t.Errorf("%d plans stored, want %d", len(stored), 3+creates)
+	}
+	wantNoServerErrors(t, s)
 }
 
 // storedPlan is one plan row and how many resources are stored with it.

@@ -336,8 +336,12 @@ func askCluster(base, member, agent string) clusterAnswers {
 	}
 }
 
+// hangTimeout is the test clients' timeout: it only catches a hang, past
+// the server's own 30 s bound on a request.
+const hangTimeout = 90 * time.Second
+
 // request is call for goroutines: it returns what happened instead of
-// stopping the test. The client's timeout only catches a hang.
+// stopping the test.
 func request(method, u, tok, body string) answer {
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
@@ -347,7 +351,7 @@ func request(method, u, tok, body string) answer {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	res, err := (&http.Client{Timeout: hangTimeout}).Do(req)
 	if err != nil {
 		return answer{err: fmt.Errorf("%s %s: %w", method, u, err)}
 	}

@@ -41,6 +41,7 @@ type Proxy struct {
 	mode    Mode
 	latency time.Duration
 	conns   map[net.Conn]struct{}
+	healed  chan struct{} // while partitioned: closed when the partition heals
 }
 
 // MustStart starts a proxy on a free loopback port forwarding to target; it
@@ -85,6 +86,41 @@ func (p *Proxy) SetMode(m Mode) {
 		c.Close()
 	}
 	clear(p.conns)
+}
+
+// Partition makes the link a network partition (true) or heals it
+// (false). While partitioned, forwarded connections stay open and pass no
+// bytes either way — what either side sends is held, as TCP keeps
+// retransmitting it — and new connections are accepted but reach nothing:
+// no reset, no close, no answer. Healing delivers what was held and
+// connects the connections that waited, unless their clients gave up.
+func (p *Proxy) Partition(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.healed == nil:
+		p.healed = make(chan struct{})
+	case !on && p.healed != nil:
+		close(p.healed)
+		p.healed = nil
+	}
+}
+
+// hold waits while the link is partitioned; false when the test ended.
+func (p *Proxy) hold() bool {
+	for {
+		p.mu.Lock()
+		healed := p.healed
+		p.mu.Unlock()
+		if healed == nil {
+			return true
+		}
+		select {
+		case <-healed:
+		case <-p.closed:
+			return false
+		}
+	}
 }
 
 // SetLatency delays every byte of connections accepted from now on by d,
@@ -159,6 +195,11 @@ func (p *Proxy) forward(client net.Conn, latency time.Duration) {
 		client.Close()
 		return
 	}
+	if !p.hold() {
+		client.Close()
+		p.forget(client)
+		return
+	}
 	server, err := net.Dial("tcp", p.target)
 	if err != nil || !p.admit(server, Forward) {
 		client.Close()
@@ -173,7 +214,7 @@ func (p *Proxy) forward(client net.Conn, latency time.Duration) {
 		if latency > 0 {
 			p.copyLate(dst, src, latency)
 		} else {
-			_, _ = io.Copy(dst, src)
+			p.copy(dst, src)
 		}
 		dst.Close()
 		src.Close()
@@ -184,6 +225,25 @@ func (p *Proxy) forward(client net.Conn, latency time.Duration) {
 	<-done
 	<-done
 	p.forget(client, server)
+}
+
+// copy copies src to dst, holding what it read while partitioned.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.hold() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // copyLate copies src to dst, each chunk written d after it was read, as
@@ -218,6 +278,9 @@ func (p *Proxy) copyLate(dst, src net.Conn, d time.Duration) {
 		case <-t.C:
 		case <-p.closed:
 			t.Stop()
+			return
+		}
+		if !p.hold() {
 			return
 		}
 		if _, err := dst.Write(c.b); err != nil {

@@ -122,3 +122,55 @@ func TestLatency(t *testing.T) {
 		t.Errorf("round trip took %v, less than twice the latency %v", elapsed, d)
 	}
 }
+
+func TestPartition(t *testing.T) {
+	p := tcpproxy.MustStart(t, echo(t))
+	open, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	r := bufio.NewReader(open)
+	_ = open.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(open, "before\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); err != nil || got != "before\n" {
+		t.Fatalf("before the partition: %q %v", got, err)
+	}
+
+	p.Partition(true)
+	// Neither the open connection nor a new one gets an answer, a reset
+	// or an end: only the read deadline ends the wait.
+	_ = open.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := io.WriteString(open, "held\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("open connection while partitioned: %q %v", got, err)
+	}
+	waiting, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	_ = waiting.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := io.WriteString(waiting, "waited\n"); err != nil {
+		t.Fatal(err)
+	}
+	wr := bufio.NewReader(waiting)
+	if got, err := wr.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("new connection while partitioned: %q %v", got, err)
+	}
+
+	// Healed: what was held arrives, and the waiting connection connects.
+	p.Partition(false)
+	_ = open.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = waiting.SetDeadline(time.Now().Add(10 * time.Second))
+	if got, err := r.ReadString('\n'); err != nil || got != "held\n" {
+		t.Errorf("held bytes after healing: %q %v", got, err)
+	}
+	if got, err := wr.ReadString('\n'); err != nil || got != "waited\n" {
+		t.Errorf("waiting connection after healing: %q %v", got, err)
+	}
+}
