@@ -1,17 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kukie/gitops-server/internal/awsfake"
 	"github.com/kukie/gitops-server/internal/awsfake/ekssim"
 	"github.com/kukie/gitops-server/internal/k8stest"
 	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/snstest"
+	"github.com/kukie/gitops-server/sns"
 )
 
 // awsFaults are the two faults every AWS call is tried with, as each
@@ -38,28 +45,6 @@ func queueFaults(c *switchCustomer, op string) int {
 		c.e.f.FailWith(op, f)
 	}
 	return before
-}
-
-// awsFaultCustomer creates account's LIMITED stack and role and serves its
-// EKS cluster, without connecting it to s.
-func (e *switchEnv) awsFaultCustomer(t *testing.T, s *server, account string) *switchCustomer {
-	t.Helper()
-	c := &switchCustomer{e: e, s: s, account: account, eksName: "eks-" + account[len(account)-4:],
-		role:  "arn:aws:iam::" + account + ":role/kukie/kukie-access",
-		stack: "arn:aws:cloudformation:" + switchRegion + ":" + account + ":stack/kukie-access/7d3e9a1f",
-		topic: "arn:aws:sns:" + switchRegion + ":" + account + ":kukie-stack-events"}
-	c.clusterARN = e.sim.Serve(awsfake.Cluster{Region: switchRegion, Account: account, Name: c.eksName})
-	status, body := call(t, "GET", s.public+"/v1/aws/onboarding", e.admin, "")
-	var onboarding struct {
-		ExternalID string `json:"external_id"`
-	}
-	decodeJSON(t, body, &onboarding)
-	if status != 200 || onboarding.ExternalID == "" {
-		t.Fatalf("onboarding: %d %s", status, body)
-	}
-	c.externalID = onboarding.ExternalID
-	c.update(limitedSandbox)
-	return c
 }
 
 // The flows below run in goroutines, all at once: they return their first
@@ -197,7 +182,61 @@ func answered(c *switchCustomer, op string, try func() answer) error {
 type awsFaultCase struct {
 	name    string
 	account string
+	stack   stackSpec // the customer's stack; limitedSandbox when zero
 	run     func(c *switchCustomer) error
+}
+
+// accountIn returns the account as its API shows it.
+func accountIn(c *switchCustomer) (accountView, error) {
+	a := request("GET", c.s.public+"/v1/aws/accounts/"+c.accountID, c.e.admin, "")
+	if err := want("account", a, 200, ""); err != nil {
+		return accountView{}, err
+	}
+	var v accountView
+	return v, json.Unmarshal([]byte(a.body), &v)
+}
+
+// stackUpdated makes the customer's stack what spec says and delivers the
+// stack's UPDATE_COMPLETE event, signed as SNS signs it; it returns the
+// account's desired generation from before.
+func stackUpdated(c *switchCustomer, spec stackSpec) (int64, error) {
+	a, err := accountIn(c)
+	if err != nil {
+		return 0, err
+	}
+	c.update(spec)
+	m := c.e.sns.Notification(c.topic, sns.CloudFormationSubject,
+		snstest.StackEventMessage(snstest.StackStatusEvent(c.stack, "UPDATE_COMPLETE", time.Now())))
+	res, err := snstest.Post(context.Background(), nil, c.s.public+"/webhooks/aws/sns", c.e.sns.Sign(m, sns.SignatureVersion2), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return a.DesiredGeneration, errors.Join(err, want("stack event", answer{status: res.StatusCode, body: string(b)}, 200, `"verdict":"accepted"`))
+}
+
+// switched waits until the account's reconcile applied a generation after
+// before and the cluster is active at level.
+func switched(c *switchCustomer, before int64, level string) error {
+	return waitFor("switch to "+level, func() (bool, string, error) {
+		a, err := accountIn(c)
+		if err != nil {
+			return false, "", err
+		}
+		cl, _, err := listedCluster(c)
+		done := a.AppliedGeneration > before && a.AppliedGeneration == a.DesiredGeneration &&
+			cl.AccessLevel == level && cl.AccessState == "active"
+		return done, fmt.Sprintf("%+v %+v", a, cl), err
+	})
+}
+
+// associated checks the EKS associations of the customer's role.
+func associated(c *switchCustomer, want map[string][]string) error {
+	if diff := cmp.Diff(want, c.associations()); diff != "" {
+		return fmt.Errorf("EKS associations of Kukie's role (-want +got):\n%s", diff)
+	}
+	return nil
 }
 
 // TestAWSFaults makes each AWS call the service makes answer throttling,
@@ -208,7 +247,14 @@ type awsFaultCase struct {
 func TestAWSFaults(t *testing.T) {
 	e := &switchEnv{f: awsfake.Start(t, awsfake.WithRegion(switchRegion))}
 	e.f.Setenv(t)
+	e.sns = snstest.StartHost(t, snsAuthority, snstest.HostOptions{})
+	e.sns.SetEnv(t)
 	e.admin, e.agent = e2eToken(t, "admin"), e2eToken(t, "agent")
+	// Credentials for STS's shortest session (15 min) are within the
+	// server's renewal window at once, so every flow assumes the role again,
+	// as each does once its credentials near expiry: AssumeRole's faults
+	// reach the switch's calls too.
+	e.f.SetSessionDuration(15 * time.Minute)
 	// The server first: it installs client-go's process-wide logger, which
 	// must happen before the simulation's own client-go calls run.
 	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{"KUKIE_AWS_REGION": switchRegion})
@@ -222,19 +268,19 @@ func TestAWSFaults(t *testing.T) {
 
 	cases := []awsFaultCase{
 		// Calls a request waits for: the documented 503, then success.
-		{"ConnectAssumeRole", "213000000001", func(c *switchCustomer) error {
+		{name: "ConnectAssumeRole", account: "213000000001", run: func(c *switchCustomer) error {
 			if err := answered(c, awsfake.OpAssumeRole, func() answer { return connectAccount(c) }); err != nil {
 				return err
 			}
 			return want("connect once AssumeRole works", connectAccount(c), 201, "")
 		}},
-		{"ConnectDescribeStacks", "213000000002", func(c *switchCustomer) error {
+		{name: "ConnectDescribeStacks", account: "213000000002", run: func(c *switchCustomer) error {
 			if err := answered(c, awsfake.OpDescribeStacks, func() answer { return connectAccount(c) }); err != nil {
 				return err
 			}
 			return want("connect once DescribeStacks works", connectAccount(c), 201, "")
 		}},
-		{"RegisterDescribeCluster", "213000000003", func(c *switchCustomer) error {
+		{name: "RegisterDescribeCluster", account: "213000000003", run: func(c *switchCustomer) error {
 			if err := want("connect", connectAccount(c), 201, ""); err != nil {
 				return err
 			}
@@ -253,7 +299,7 @@ func TestAWSFaults(t *testing.T) {
 	// Calls a job retries: registration's grant (the request answers 202
 	// pending), a reconcile, a removal.
 	for i, op := range []string{awsfake.OpCreateAccessEntry, awsfake.OpAssociateAccessPolicy} {
-		cases = append(cases, awsFaultCase{"Register" + op, fmt.Sprintf("2130000001%02d", i), func(c *switchCustomer) error {
+		cases = append(cases, awsFaultCase{name: "Register" + op, account: fmt.Sprintf("2130000001%02d", i), run: func(c *switchCustomer) error {
 			if err := want("connect", connectAccount(c), 201, ""); err != nil {
 				return err
 			}
@@ -268,7 +314,7 @@ func TestAWSFaults(t *testing.T) {
 		}})
 	}
 	for i, op := range []string{awsfake.OpDescribeAccessEntry, awsfake.OpListAssociatedAccessPolicies} {
-		cases = append(cases, awsFaultCase{"Reconcile" + op, fmt.Sprintf("2130000002%02d", i), func(c *switchCustomer) error {
+		cases = append(cases, awsFaultCase{name: "Reconcile" + op, account: fmt.Sprintf("2130000002%02d", i), run: func(c *switchCustomer) error {
 			if err := mustRegister(c); err != nil {
 				return err
 			}
@@ -280,7 +326,7 @@ func TestAWSFaults(t *testing.T) {
 		}})
 	}
 	for i, op := range []string{awsfake.OpListAssociatedAccessPolicies, awsfake.OpDisassociateAccessPolicy, awsfake.OpDeleteAccessEntry} {
-		cases = append(cases, awsFaultCase{"Remove" + op, fmt.Sprintf("2130000003%02d", i), func(c *switchCustomer) error {
+		cases = append(cases, awsFaultCase{name: "Remove" + op, account: fmt.Sprintf("2130000003%02d", i), run: func(c *switchCustomer) error {
 			if err := mustRegister(c); err != nil {
 				return err
 			}
@@ -299,11 +345,56 @@ func TestAWSFaults(t *testing.T) {
 		}})
 	}
 
+	// A level switch, started by the stack's signed event, with each call
+	// it makes failing for a while: its job retries until the cluster is at
+	// the stack's level, with the associations of that level alone. The
+	// upgrade associates ClusterAdmin and removes Edit, the downgrade the
+	// reverse.
+	for i, op := range []string{awsfake.OpAssumeRole, awsfake.OpDescribeStacks, awsfake.OpListAssociatedAccessPolicies,
+		awsfake.OpAssociateAccessPolicy, awsfake.OpDisassociateAccessPolicy} {
+		for j, sw := range []struct {
+			name     string
+			from, to stackSpec
+			level    string
+			assoc    map[string][]string
+		}{
+			{"Upgrade", limitedSandbox, fullSandbox, "full", map[string][]string{adminPolicy: nil}},
+			{"Downgrade", fullSandbox, limitedSandbox, "limited", map[string][]string{editPolicy: {"sandbox-plain"}}},
+		} {
+			cases = append(cases, awsFaultCase{name: sw.name + op, account: fmt.Sprintf("2130000004%d%d", i, j), stack: sw.from, run: func(c *switchCustomer) error {
+				if err := mustRegister(c); err != nil {
+					return err
+				}
+				calls := queueFaults(c, op)
+				before, err := stackUpdated(c, sw.to)
+				if err != nil {
+					return err
+				}
+				if err := switched(c, before, sw.level); err != nil {
+					return err
+				}
+				if op == awsfake.OpListAssociatedAccessPolicies {
+					// A failed listing is not retried: the writes are
+					// made blind (eksaccess ApplyLevel), and they work.
+					if n := c.e.f.CallsBy(op, c.role) - calls; n < sdkAttempts {
+						return fmt.Errorf("%d calls of %s, want the %d of the failed listing", n, op, sdkAttempts)
+					}
+					return associated(c, sw.assoc)
+				}
+				return errors.Join(faultedCalls(c, op, calls), associated(c, sw.assoc))
+			}})
+		}
+	}
+
 	// Each case has its own customer; they run at once (most of their
 	// time is the SDK's and the jobs' backoff).
 	customers := make([]*switchCustomer, len(cases))
 	for i, tc := range cases {
-		customers[i] = e.awsFaultCustomer(t, s, tc.account)
+		spec := tc.stack
+		if spec.level == "" {
+			spec = limitedSandbox
+		}
+		customers[i] = e.newCustomer(t, s, tc.account, spec)
 	}
 	errs := make([]error, len(cases))
 	var wg sync.WaitGroup

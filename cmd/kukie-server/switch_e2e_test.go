@@ -95,9 +95,9 @@ type changeView struct {
 	Error      string `json:"error"`
 }
 
-// customer creates account's stack and role as spec says, connects the
-// account to s and registers its cluster with namespaces (a JSON array).
-func (e *switchEnv) customer(t *testing.T, s *server, account string, spec stackSpec, namespaces string) *switchCustomer {
+// newCustomer creates account's stack and role as spec says and serves
+// its EKS cluster, without connecting the account to s.
+func (e *switchEnv) newCustomer(t *testing.T, s *server, account string, spec stackSpec) *switchCustomer {
 	t.Helper()
 	c := &switchCustomer{e: e, s: s, account: account, eksName: "eks-" + account[len(account)-4:],
 		role:  "arn:aws:iam::" + account + ":role/kukie/kukie-access",
@@ -114,8 +114,15 @@ func (e *switchEnv) customer(t *testing.T, s *server, account string, spec stack
 	}
 	c.externalID = onboarding.ExternalID
 	c.update(spec)
+	return c
+}
 
-	status, body = call(t, "POST", s.public+"/v1/aws/accounts", e.admin,
+// customer creates account's stack and role as spec says, connects the
+// account to s and registers its cluster with namespaces (a JSON array).
+func (e *switchEnv) customer(t *testing.T, s *server, account string, spec stackSpec, namespaces string) *switchCustomer {
+	t.Helper()
+	c := e.newCustomer(t, s, account, spec)
+	status, body := call(t, "POST", s.public+"/v1/aws/accounts", e.admin,
 		fmt.Sprintf(`{"role_arn":%q,"stack_arn":%q}`, c.role, c.stack))
 	var acc struct{ ID string }
 	decodeJSON(t, body, &acc)
