@@ -51,6 +51,9 @@ func (r *Reader) CanI(ctx context.Context, c service.Cluster, q service.AccessQu
 // create one, so a 403 means the cluster (or something in front of it)
 // refuses Kukie altogether: it cannot be used now, as when unreachable.
 func accessError(ctx context.Context, err error) error {
+	if le := rateLimitError(err); le != nil {
+		return le
+	}
 	switch {
 	case unreachable(err):
 		return reasonError(service.EUPSTREAM, ReasonUnreachable, msgUnreachable, err)

@@ -138,6 +138,9 @@ func objectError(budget, call context.Context, err error) error {
 		return se
 	}
 	switch {
+	case errors.Is(err, errOwnRateLimit):
+		return reasonError(service.EUNAVAILABLE, ReasonBudget,
+			"Kukie's request rate limit for this cluster would delay this read past the detection budget.", err)
 	case budget.Err() != nil && !unreachableBeforeDeadline(err):
 		return reasonError(service.EUNAVAILABLE, ReasonBudget, "The detection budget ran out.", err)
 	case meta.IsNoMatchError(err):

@@ -174,7 +174,9 @@ func (r *Reader) clientsFor(ctx context.Context, c service.Cluster) (*clientSet,
 		return nil, err
 	}
 	cfg.Timeout = r.opts.Timeout
-	cfg.QPS, cfg.Burst = r.opts.QPS, r.opts.Burst
+	// One bucket for all of the cluster's clients (client-go would give
+	// each REST client its own from QPS and Burst).
+	cfg.RateLimiter = newClusterLimiter(r.opts.QPS, r.opts.Burst)
 	cfg.UserAgent = r.opts.UserAgent
 	// One HTTP client (one connection pool) serves the cluster's REST and
 	// discovery clients, and the dynamic client and the raw list share one
@@ -302,6 +304,9 @@ func (r *Reader) classify(ctx context.Context, cs *clientSet, c service.Cluster,
 func connectionError(c service.Cluster, err error) error {
 	if se := connectorError(err); se != nil {
 		return se
+	}
+	if le := rateLimitError(err); le != nil {
+		return le
 	}
 	switch {
 	case apierrors.IsUnauthorized(err) && c.Kind == service.ClusterEKS:
