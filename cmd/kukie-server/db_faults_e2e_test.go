@@ -74,14 +74,7 @@ func createPlan(base, tok, key string) createOutcome {
 // server recovers without a restart, and retrying the failed creates with
 // their Idempotency-Keys leaves exactly one whole plan per key.
 func TestPlanCreatesAcrossDatabaseCut(t *testing.T) {
-	dbURL := pgtest.MustCreateDatabase(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := tcpproxy.MustStart(t, u.Host)
-	u.Host = link.Addr()
-	s := startServer(t, u.String(), nil)
+	dbURL, link, s := serverBehindLink(t)
 	tok := e2eToken(t, "agent")
 
 	const workers = 6
@@ -121,11 +114,7 @@ func TestPlanCreatesAcrossDatabaseCut(t *testing.T) {
 	}
 
 	link.SetDown(false)
-	within(t, time.Minute, "recovery without a restart", func() (bool, string) {
-		ready, _ := call(t, "GET", s.admin+"/readyz", "", "")
-		listed, body := call(t, "GET", s.public+"/v1/plans", tok, "")
-		return ready == 200 && listed == 200, body
-	})
+	recovered(t, s, tok)
 
 	var failed []createOutcome
 	for _, o := range outcomes {
@@ -162,11 +151,7 @@ func TestPlanCreatesAcrossDatabaseCut(t *testing.T) {
 	wantWhole(t, stored)
 
 	// The agent retries what failed, with the same keys: one plan per key.
-	for _, o := range failed {
-		if r := createPlan(s.public, tok, o.key); r.status != 201 || (stored[o.key].id != "" && r.planID != stored[o.key].id) {
-			t.Errorf("retry of %s: %d %q plan %s, stored before %+v", o.key, r.status, r.code, r.planID, stored[o.key])
-		}
-	}
+	retryCreates(t, s, tok, failed, stored)
 	stored = storedPlans(t, db)
 	wantWhole(t, stored)
 	wantNoServerErrors(t, s)
@@ -185,14 +170,7 @@ func TestPlanCreatesAcrossDatabaseCut(t *testing.T) {
 // restart, nothing is half-written, and retries with the same
 // Idempotency-Keys leave one whole plan per key.
 func TestDatabasePartition(t *testing.T) {
-	dbURL := pgtest.MustCreateDatabase(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := tcpproxy.MustStart(t, u.Host)
-	u.Host = link.Addr()
-	s := startServer(t, u.String(), nil)
+	dbURL, link, s := serverBehindLink(t)
 	tok := e2eToken(t, "agent")
 	for i := range 3 {
 		if o := createPlan(s.public, tok, fmt.Sprintf("before-%d", i)); o.status != 201 {
@@ -227,28 +205,55 @@ func TestDatabasePartition(t *testing.T) {
 	}
 
 	link.Partition(false)
-	within(t, time.Minute, "recovery without a restart", func() (bool, string) {
-		ready, _ := call(t, "GET", s.admin+"/readyz", "", "")
-		listed, body := call(t, "GET", s.public+"/v1/plans", tok, "")
-		return ready == 200 && listed == 200, body
-	})
+	recovered(t, s, tok)
 	// What was held in the link reached PostgreSQL when it healed: a
 	// create whose COMMIT was among it is stored though it answered 503.
 	// Nothing is half-written, and the retries leave one plan per key.
 	db := mustConnect(t, dbURL)
 	stored := storedPlans(t, db)
 	wantWhole(t, stored)
-	for _, o := range outcomes {
-		if r := createPlan(s.public, tok, o.key); r.status != 201 || (stored[o.key].id != "" && r.planID != stored[o.key].id) {
-			t.Errorf("retry of %s: %d %q plan %s, stored before %+v", o.key, r.status, r.code, r.planID, stored[o.key])
-		}
-	}
+	retryCreates(t, s, tok, outcomes, stored)
 	stored = storedPlans(t, db)
 	wantWhole(t, stored)
 	if len(stored) != 3+creates {
 		t.Errorf("%d plans stored, want %d", len(stored), 3+creates)
 	}
 	wantNoServerErrors(t, s)
+}
+
+// serverBehindLink starts a server on a new database reached through a
+// TCP proxy the test owns.
+func serverBehindLink(t *testing.T) (dbURL string, link *tcpproxy.Proxy, s *server) {
+	t.Helper()
+	dbURL = pgtest.MustCreateDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link = tcpproxy.MustStart(t, u.Host)
+	u.Host = link.Addr()
+	return dbURL, link, startServer(t, u.String(), nil)
+}
+
+// recovered waits until the server is ready and serves plans again.
+func recovered(t *testing.T, s *server, tok string) {
+	t.Helper()
+	within(t, time.Minute, "recovery without a restart", func() (bool, string) {
+		ready, _ := call(t, "GET", s.admin+"/readyz", "", "")
+		listed, body := call(t, "GET", s.public+"/v1/plans", tok, "")
+		return ready == 200 && listed == 200, body
+	})
+}
+
+// retryCreates retries creates with their Idempotency-Keys: each answers
+// 201, with the plan stored under its key when there was one.
+func retryCreates(t *testing.T, s *server, tok string, creates []createOutcome, stored map[string]storedPlan) {
+	t.Helper()
+	for _, o := range creates {
+		if r := createPlan(s.public, tok, o.key); r.status != 201 || (stored[o.key].id != "" && r.planID != stored[o.key].id) {
+			t.Errorf("retry of %s: %d %q plan %s, stored before %+v", o.key, r.status, r.code, r.planID, stored[o.key])
+		}
+	}
 }
 
 // storedPlan is one plan row and how many resources are stored with it.
