@@ -24,7 +24,9 @@ import (
 const (
 	KindAccess  = "kukie_cluster_access"
 	KindRemoval = "kukie_cluster_removal"
-	QueueName   = "cluster_access"
+	// KindSweep (periodic) enqueues the jobs of orphaned clusters.
+	KindSweep = "kukie_cluster_sweep"
+	QueueName = "cluster_access"
 )
 
 // Defaults of Options.
@@ -37,6 +39,9 @@ const (
 	// taken for dead (its process crashed) and retried
 	// (KUKIE_JOB_RESCUE_AFTER).
 	DefaultRescueAfter = 2 * time.Minute
+	// DefaultSweepInterval is how often orphaned clusters are looked for
+	// (and once when the queue starts).
+	DefaultSweepInterval = time.Minute
 )
 
 // hardStopWait bounds how long Stop waits for cancelled jobs to return once
@@ -75,6 +80,12 @@ type Options struct {
 	// RescueAfter is how long a job may stay running before it is retried
 	// as abandoned; it must exceed JobTimeout.
 	RescueAfter time.Duration
+	// Sweep, when set, finds orphaned clusters (pending or deleting for
+	// longer than RescueAfter with no job: the process died between writing
+	// the state and enqueueing the job) every SweepInterval and enqueues
+	// their access or removal job.
+	Sweep         SweepStore
+	SweepInterval time.Duration
 	// Switch, when set, adds the level-switch jobs (the account reconcile,
 	// SNS subscription confirmation, catch-up and periodic reconcile) and
 	// makes the queue a service.SwitchTrigger.
@@ -110,6 +121,13 @@ func New(pool *pgxpool.Pool, run Runner, opts Options) (*Queue, error) {
 		RetryPolicy:          opts.Backoff,
 		FetchPollInterval:    cmp.Or(opts.PollInterval, DefaultPollInterval),
 		RescueStuckJobsAfter: rescueAfter,
+	}
+	if opts.Sweep != nil {
+		river.AddWorker(workers, &sweepWorker{store: opts.Sweep, queue: q, after: rescueAfter, logger: logger})
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(
+			river.PeriodicInterval(cmp.Or(opts.SweepInterval, DefaultSweepInterval)),
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindSweep, RunOnStart: true}))
 	}
 	if opts.Switch != nil {
 		if err := addSwitchWorkers(q, workers, cfg, opts.Switch, logger); err != nil {
@@ -210,6 +228,47 @@ type removalWorker struct {
 
 func (w *removalWorker) Work(ctx context.Context, job *river.Job[removalArgs]) error {
 	return w.run.FinishRemoval(ctx, job.Args.TeamID, job.Args.ClusterID, lastAttempt(job.JobRow))
+}
+
+// SweepStore finds orphaned clusters: pending or deleting since before,
+// with no job of jobKinds in River.
+type SweepStore interface {
+	OrphanedClusters(ctx context.Context, before time.Time, jobKinds []string) ([]service.OrphanedCluster, error)
+}
+
+type sweepArgs struct{}
+
+func (sweepArgs) Kind() string                 { return KindSweep }
+func (sweepArgs) InsertOpts() river.InsertOpts { return insertOpts() }
+
+// sweepWorker enqueues the job each orphaned cluster is missing. Only
+// clusters untouched for longer than after are taken: a registration's
+// own attempt, or a request between its state write and its enqueue, is
+// over by then.
+type sweepWorker struct {
+	river.WorkerDefaults[sweepArgs]
+	store  SweepStore
+	queue  *Queue
+	after  time.Duration
+	logger *slog.Logger
+}
+
+func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
+	orphans, err := w.store.OrphanedClusters(ctx, time.Now().Add(-w.after), []string{KindAccess, KindRemoval})
+	if err != nil {
+		return err
+	}
+	for _, o := range orphans {
+		enqueue := w.queue.EnqueueAccess
+		if o.State == service.AccessDeleting {
+			enqueue = w.queue.EnqueueRemoval
+		}
+		if err := enqueue(ctx, o.TeamID, o.ClusterID); err != nil {
+			return err
+		}
+		w.logger.WarnContext(ctx, "resumed a cluster left without its job", "team", o.TeamID, "cluster", o.ClusterID, "state", o.State)
+	}
+	return nil
 }
 
 // lastAttempt says whether a failure of this run discards the job.

@@ -123,7 +123,7 @@ type job struct {
 
 func mustJobs(t *testing.T, pool *pgxpool.Pool) []job {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT kind, args->>'cluster_id', state::text, attempt,
+	rows, err := pool.Query(context.Background(), `SELECT kind, coalesce(args->>'cluster_id', ''), state::text, attempt,
 		coalesce(array_length(errors, 1), 0) FROM river_job ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
@@ -453,5 +453,61 @@ func TestBackoffNextRetry(t *testing.T) {
 	row := &rivertype.JobRow{Attempt: 3, Errors: make([]rivertype.AttemptError, 2)}
 	if got, want := b.NextRetry(row), now.Add(4*time.Second); !got.Equal(want) {
 		t.Errorf("NextRetry = %v, want %v", got, want)
+	}
+}
+
+// TestSweepResumesOrphanedClusters: EKS clusters left pending or deleting
+// with no job — the process died between writing the state and enqueueing
+// the job — get their access or removal job when the queue starts. A
+// cluster that has a job, an active one, and one changed just now (its
+// request may still be running) are left alone.
+func TestSweepResumesOrphanedClusters(t *testing.T) {
+	db, dbURL := pgtest.MustOpenDB(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ctx := context.Background()
+	long := time.Now().Add(-time.Hour)
+	if _, err := pool.Exec(ctx, `INSERT INTO teams (id, external_id, created_at) VALUES ('t1', 'ext-t1', $1)`, long); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO aws_accounts (team_id, id, aws_account_id, partition, role_arn, stack_arn, access_level, state,
+			template_version, created_at, updated_at)
+		VALUES ('t1', 'a1', '210000000001', 'aws', 'arn:aws:iam::210000000001:role/k', 'arn:stack', 'limited', 'active', '5', $1, $1)`,
+		long); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, state string
+		at        time.Time
+	}{
+		{"orphan-pending", "pending", long}, {"orphan-deleting", "deleting", long}, {"has-job", "pending", long},
+		{"active", "active", long}, {"just-now", "pending", time.Now()},
+	} {
+		if _, err := pool.Exec(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, account_id, region, eks_name,
+			access_state, created_at, updated_at) VALUES ('t1', $1, $1, 'eks', 'limited', 'a1', 'ap-northeast-2', $1, $2, $3, $3)`,
+			c.id, c.state, c.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// has-job's access job exists, here as one that already finished.
+	if _, err := pool.Exec(ctx, `INSERT INTO river_job (kind, args, queue, state, max_attempts, finalized_at)
+		VALUES ($1, '{"team_id":"t1","cluster_id":"has-job"}', $2, 'completed', 12, now())`, jobs.KindAccess, jobs.QueueName); err != nil {
+		t.Fatal(err)
+	}
+
+	run := &fakeRunner{}
+	opts := fastOptions()
+	opts.Sweep = db
+	mustStart(t, mustQueue(t, pool, run, opts))
+	waitFor(t, "the orphans' jobs", func() bool { return len(run.Calls()) >= 2 })
+	waitFor(t, "every job finished", settled(t, pool))
+	got := run.Calls()
+	slices.SortFunc(got, func(a, b call) int { return strings.Compare(a.ClusterID, b.ClusterID) })
+	want := []call{{jobs.KindRemoval, "t1", "orphan-deleting", false}, {jobs.KindAccess, "t1", "orphan-pending", false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("jobs run (-want +got):\n%s", diff)
 	}
 }

@@ -24,6 +24,14 @@ type AccessChecker interface {
 	CheckAccess(ctx context.Context, c Cluster) error
 }
 
+// OrphanedCluster is an EKS cluster left pending or deleting with no job
+// to finish it: the process that wrote the state died before enqueueing
+// the job, or during a registration's own attempt.
+type OrphanedCluster struct {
+	TeamID, ClusterID string
+	State             AccessState
+}
+
 // AccessJobs runs access changes in the background (retries with backoff
 // while AWS propagates a change).
 type AccessJobs interface {

@@ -219,3 +219,22 @@ func (db *DB) DeleteCluster(ctx context.Context, teamID, id string) error {
 	}
 	return nil
 }
+
+// OrphanedClusters returns up to 100 EKS clusters pending or deleting
+// since before for which River holds no job of the given kinds in any
+// state (see service.OrphanedCluster), oldest first. A cluster whose job
+// River has since deleted (completed after a day, discarded after a week)
+// counts again, so its work is tried once more.
+func (db *DB) OrphanedClusters(ctx context.Context, before time.Time, jobKinds []string) ([]service.OrphanedCluster, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT c.team_id, c.id, c.access_state FROM clusters c
+		WHERE c.kind = 'eks' AND c.access_state IN ('pending', 'deleting') AND c.updated_at < $1
+		  AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = ANY($2::text[])
+		      AND j.args->>'team_id' = c.team_id AND j.args->>'cluster_id' = c.id)
+		ORDER BY c.updated_at LIMIT 100`, before, jobKinds)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (service.OrphanedCluster, error) {
+		var o service.OrphanedCluster
+		err := row.Scan(&o.TeamID, &o.ClusterID, &o.State)
+		return o, err
+	})
+	return out, mapError(err)
+}

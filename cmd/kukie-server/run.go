@@ -249,7 +249,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	switches := &service.Switches{Store: db, Accounts: db, Clusters: db, EKS: db, Teams: db, AWS: awsAccess,
 		Levels: levels, Metrics: switchObs, Logger: log, Now: time.Now, Retryable: eksaccess.RetryableWithin,
 		RetryBudget: cfg.SwitchRetryBudget}
-	jobOpts := jobs.Options{Logger: log.With("component", "river"), JobTimeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter}
+	jobOpts := jobs.Options{Logger: log.With("component", "river"), JobTimeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter,
+		Sweep: db}
 	if awsAccess != nil {
 		registrations.Retryable = eksaccess.Retryable
 		jobOpts.Switch = &jobs.SwitchOptions{Run: switches, Confirm: snsVerifier, Store: db,
