@@ -111,8 +111,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // observe is the outermost middleware: request id, panic recovery, the
-// access log line and metrics. It never logs headers or bodies.
-func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
+// access log line (with the client's address, as proxies says) and
+// metrics. It never logs headers or bodies.
+func observe(log *slog.Logger, m *Metrics, proxies TrustedProxies) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -151,7 +152,8 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 					slog.String("request_id", info.id), slog.String("method", method),
 					slog.String("route", route), slog.Int("status", rec.status), slog.Int("bytes", rec.bytes),
 					slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-					slog.String("user", info.userID), slog.String("team", info.teamID))
+					slog.String("user", info.userID), slog.String("team", info.teamID),
+					slog.String("client_ip", proxies.ClientIP(r)))
 			}()
 			next.ServeHTTP(rec, r)
 		})

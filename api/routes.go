@@ -54,7 +54,7 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "PUT", pattern: "/v1/aws/accounts/{account_id}/access-level", handler: handleAccessLevelPut(d.Logger, d.Switches), roles: admins, humanOnly: true},
 		{method: "GET", pattern: "/v1/aws/accounts/{account_id}/access-changes", handler: handleAccessChanges(d.Logger, d.Switches), roles: people},
 		// SNS authenticates by signature: no token (security: [] in the document).
-		{method: "POST", pattern: "/webhooks/aws/sns", handler: handleSNSWebhook(d.Logger, d.Webhook, limiter), public: true},
+		{method: "POST", pattern: "/webhooks/aws/sns", handler: handleSNSWebhook(d.Logger, d.Webhook, limiter, d.TrustedProxies), public: true},
 
 		{method: "GET", pattern: "/v1/argocd/clusters", handler: handleArgoCDSidebar(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications", handler: handleAppList(d.Logger, d.ArgoCD)},

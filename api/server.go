@@ -31,6 +31,10 @@ type Deps struct {
 	// RepoView serves the repo tab and the read tools (nil: not configured).
 	RepoView *service.RepoView
 	Metrics  *Metrics
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client, for the SNS webhook's per-source rate limit and the access
+	// log (empty: the connection's address).
+	TrustedProxies TrustedProxies
 	// Now is the clock of the SNS webhook's per-source rate limit
 	// (default time.Now).
 	Now func() time.Time
@@ -44,7 +48,7 @@ func NewServer(d Deps) http.Handler {
 		d.RequestTimeout = 30 * time.Second
 	}
 	r := chi.NewRouter()
-	r.Use(observe(d.Logger, d.Metrics))
+	r.Use(observe(d.Logger, d.Metrics, d.TrustedProxies))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, codeNotFound, "No such route.", nil)
 	})

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -47,11 +46,8 @@ func newSourceLimiter(now func() time.Time) *sourceLimiter {
 	return &sourceLimiter{buckets: c, now: now}
 }
 
-func (l *sourceLimiter) allow(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
+// allow takes a token from the bucket of host (the client's address).
+func (l *sourceLimiter) allow(host string) bool {
 	b, ok := l.buckets.Get(host)
 	if !ok {
 		b = rate.NewLimiter(webhookRate, webhookBurst)
@@ -68,9 +64,9 @@ func (l *sourceLimiter) allow(remoteAddr string) bool {
 // is not authentic, fresh or from an allowed topic (SNS does not retry
 // 4xx), 503 for a failure worth SNS's retry, and 200 with the verdict
 // otherwise. Bodies are never logged.
-func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourceLimiter) http.Handler {
+func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourceLimiter, proxies TrustedProxies) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !limiter.allow(r.RemoteAddr) {
+		if !limiter.allow(proxies.ClientIP(r)) {
 			w.Header().Set("Retry-After", "1")
 			writeProblem(w, r, http.StatusTooManyRequests, "rate_limited",
 				"Too many SNS deliveries from this address; retry shortly.", nil)

@@ -83,7 +83,8 @@ type secretList struct {
 
 // snsOptions tune a fixture; the zero value is the production setting.
 type snsOptions struct {
-	fetchTimeout time.Duration
+	fetchTimeout   time.Duration
+	trustedProxies TrustedProxies
 }
 
 // lockedBuffer is a bytes.Buffer for concurrent writers.
@@ -170,7 +171,8 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 		Switches: f.switches,
 		Webhook: &service.Webhook{Store: served, Accounts: served, Verifier: verifier, Trigger: f.queue,
 			Metrics: f.metrics, Logger: logger, Now: f.clock.Now},
-		Metrics: NewMetrics(prometheus.NewRegistry()),
+		Metrics:        NewMetrics(prometheus.NewRegistry()),
+		TrustedProxies: o.trustedProxies,
 	})
 	srv := httptest.NewServer(f.handler)
 	t.Cleanup(srv.Close)

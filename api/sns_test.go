@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -493,6 +495,35 @@ func TestSNSWebhookRequestLimits(t *testing.T) {
 		}
 		if r := from(t, "192.0.2.11:40000", "text/plain", []byte("{}")); r.status != http.StatusBadRequest {
 			t.Errorf("another address: %d, want 400 (limits are per source)", r.status)
+		}
+	})
+	t.Run("BehindTrustedProxies", func(t *testing.T) {
+		// Behind a load balancer every delivery comes from its address:
+		// the buckets follow X-Forwarded-For's client, never what the
+		// client wrote into it.
+		behind := newSNSFixture(t, snsOptions{trustedProxies: TrustedProxies{netip.MustParsePrefix("10.0.0.0/8")}})
+		post := func(client, spoofed string) int {
+			req := httptest.NewRequest(http.MethodPost, snsWebhookPath, strings.NewReader("{}"))
+			req.RemoteAddr = "10.0.0.5:40000"
+			req.Header.Set("Content-Type", "text/plain")
+			req.Header.Set("X-Forwarded-For", spoofed+client)
+			rec := httptest.NewRecorder()
+			behind.handler.ServeHTTP(rec, req)
+			return rec.Code
+		}
+		limited := false
+		for i := range 1000 {
+			// A new spoofed entry each time does not give a new bucket.
+			if post("198.51.100.1", fmt.Sprintf("203.0.113.%d, ", i%250)) == http.StatusTooManyRequests {
+				limited = true
+				break
+			}
+		}
+		if !limited {
+			t.Fatal("one client behind the proxy was never limited")
+		}
+		if code := post("198.51.100.2", ""); code != http.StatusBadRequest {
+			t.Errorf("another client behind the same proxy: %d, want 400 (its own bucket)", code)
 		}
 	})
 	t.Run("ContentType", func(t *testing.T) {

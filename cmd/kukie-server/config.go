@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
@@ -62,6 +63,9 @@ type config struct {
 	// (KUKIE_RENDER_TIMEOUT).
 	GitAllowedPrivateHosts []string
 	RenderTimeout          time.Duration
+	// TrustedProxies are the load balancers or ingress controllers whose
+	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
+	TrustedProxies api.TrustedProxies
 	// RepoCacheDir keeps fetched trees on disk across restarts
 	// (KUKIE_REPO_CACHE_DIR, "" for memory only), at most RepoCacheBytes
 	// (KUKIE_REPO_CACHE_BYTES, default 1 GiB).
@@ -206,6 +210,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
 	}
+	if c.TrustedProxies, err = api.ParseTrustedProxies(getenv("KUKIE_TRUSTED_PROXIES")); err != nil {
+		return c, &configError{"KUKIE_TRUSTED_PROXIES", "must be comma-separated CIDRs or IP addresses: " + err.Error()}
+	}
 	if s := getenv("KUKIE_SECRET_KEYS"); strings.TrimSpace(s) != "" {
 		if c.SecretKeys, err = secretbox.ParseKeys(s); err != nil {
 			return c, &configError{"KUKIE_SECRET_KEYS", "must be comma-separated id:base64 pairs of 32-byte keys: " + err.Error()}
@@ -308,6 +315,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("sns_max_message_age", c.SNSMaxMessageAge.String()),
 		slog.String("secret_keys", mask(c.SecretKeys.String())),
 		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
+		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.String("render_timeout", c.RenderTimeout.String()),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),

@@ -52,6 +52,7 @@ func TestConfigErrors(t *testing.T) {
 		{"ReconcileIntervalZero", map[string]string{"KUKIE_RECONCILE_INTERVAL": "0"}, "KUKIE_RECONCILE_INTERVAL"},
 		{"SNSMaxAgeBad", map[string]string{"KUKIE_SNS_MAX_MESSAGE_AGE": "an hour"}, "KUKIE_SNS_MAX_MESSAGE_AGE"},
 		{"AllowedHostWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.internal:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
 	}

@@ -298,10 +298,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		AccessReviews: reviews,
 		Accounts: &service.Accounts{Store: db, Teams: db, AWS: awsAccess, ServiceAccountID: serviceAccountID,
 			Registrations: registrations, Switches: switches, Now: time.Now},
-		Registrations: registrations,
-		Switches:      switches,
-		Webhook:       webhook,
-		Metrics:       api.NewMetrics(reg),
+		Registrations:  registrations,
+		Switches:       switches,
+		Webhook:        webhook,
+		TrustedProxies: cfg.TrustedProxies,
+		Metrics:        api.NewMetrics(reg),
 	})
 	var draining atomic.Bool
 	adminHandler := api.NewAdminHandler(func(ctx context.Context) error {
