@@ -193,9 +193,9 @@ type Accounts struct {
 	// answer aws_unavailable and static clusters keep working.
 	AWS AWSAccess
 	// ServiceAccountID returns the AWS account of the service's own
-	// identity, which the customer's role trusts ("" when unknown); nil
-	// when AWS is not configured.
-	ServiceAccountID func(ctx context.Context) string
+	// identity, which the customer's role trusts, or why it cannot be
+	// known now (STS failing); nil when AWS is not configured.
+	ServiceAccountID func(ctx context.Context) (string, error)
 	// Registrations removes the account's clusters when it is disconnected.
 	Registrations *Registrations
 	// Switches records a level chosen at onboarding and confirms the SNS
@@ -311,7 +311,12 @@ func (s *Accounts) Onboarding(ctx context.Context, p Principal) (Onboarding, err
 	}
 	serviceAccount := ""
 	if s.ServiceAccountID != nil {
-		serviceAccount = s.ServiceAccountID(ctx)
+		// A template without the account to trust would make a role no
+		// one can assume: no answer beats that one.
+		if serviceAccount, err = s.ServiceAccountID(ctx); err != nil || serviceAccount == "" {
+			return Onboarding{}, &Error{Code: EUNAVAILABLE, Reason: "aws_unavailable", Err: err,
+				Message: "Kukie cannot read its own AWS account from STS right now, which the template needs; try again later."}
+		}
 	}
 	return NewOnboarding(team, serviceAccount), nil
 }

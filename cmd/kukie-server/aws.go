@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -50,18 +51,22 @@ func newAWSSide(ctx context.Context, region string, db *store.DB) (*awsSide, err
 
 // serviceAccountID returns the AWS account of the service's own identity
 // (what customers' roles trust), asking STS once it is needed and
-// remembering a success; "" while STS cannot answer.
-func (a *awsSide) serviceAccountID(ctx context.Context) string {
+// remembering a success; STS's error while it cannot answer.
+func (a *awsSide) serviceAccountID(ctx context.Context) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.accountID != "" {
-		return a.accountID
+		return a.accountID, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out, err := sts.NewFromConfig(a.cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-	if err == nil && out.Account != nil {
-		a.accountID = *out.Account
+	switch {
+	case err != nil:
+		return "", err
+	case out.Account == nil || *out.Account == "":
+		return "", errors.New("STS GetCallerIdentity answered no account")
 	}
-	return a.accountID
+	a.accountID = *out.Account
+	return a.accountID, nil
 }

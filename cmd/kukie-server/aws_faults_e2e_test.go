@@ -25,7 +25,7 @@ import (
 // service spells them: throttling, and AWS failing (5xx).
 func awsFaults(op string) []awsfake.Fault {
 	switch op {
-	case awsfake.OpAssumeRole, awsfake.OpDescribeStacks: // STS and CloudFormation (awsQuery)
+	case awsfake.OpAssumeRole, awsfake.OpGetCallerIdentity, awsfake.OpDescribeStacks: // STS and CloudFormation (awsQuery)
 		return []awsfake.Fault{{Code: "Throttling", Status: 400}, {Code: "InternalFailure", Status: 500}}
 	}
 	return []awsfake.Fault{{Code: "ThrottlingException", Status: 429}, {Code: "ServerException", Status: 500}}
@@ -258,6 +258,21 @@ func TestAWSFaults(t *testing.T) {
 	// The server first: it installs client-go's process-wide logger, which
 	// must happen before the simulation's own client-go calls run.
 	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{"KUKIE_AWS_REGION": switchRegion})
+	// The service's own account, which the onboarding template makes the
+	// customer's role trust, comes from STS GetCallerIdentity once: while
+	// STS fails, onboarding answers 503 rather than a template without it.
+	onboarding := s.public + "/v1/aws/onboarding"
+	for _, f := range awsFaults(awsfake.OpGetCallerIdentity) {
+		f.Times = awsfake.Always
+		e.f.FailWith(awsfake.OpGetCallerIdentity, f)
+		if status, body := call(t, "GET", onboarding, e.admin, ""); status != 503 || !hasCode(body, "aws_unavailable") {
+			t.Errorf("onboarding with GetCallerIdentity answering %s: %d %.300s, want 503 aws_unavailable", f.Code, status, body)
+		}
+		e.f.ClearFaults()
+	}
+	if status, body := call(t, "GET", onboarding, e.admin, ""); status != 200 || !strings.Contains(body, `"service_account_id":"`+e.f.Account()+`"`) {
+		t.Errorf("onboarding once STS answers: %d %.300s", status, body)
+	}
 	e.sim = ekssim.Start(t, e.f, awsfake.Cluster{Region: switchRegion, Account: "999900000013", Name: "shared"},
 		k8stest.Options{})
 	t.Cleanup(func() {

@@ -185,7 +185,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	var awsAccess service.AWSAccess
 	var awsChecker service.AccessChecker
 	var levels service.LevelApplier
-	var serviceAccountID func(context.Context) string
+	var serviceAccountID func(context.Context) (string, error)
 	var snsVerifier *sns.Verifier
 	connectors := eksaccess.ByKind{Static: connector}
 	if cfg.AWSRegion != "" {
