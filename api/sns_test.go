@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/gitops-server/internal/snstest"
+	"github.com/kukie/gitops-server/internal/tcpproxy"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
 )
@@ -293,48 +294,41 @@ func TestSNSWebhookUnavailable(t *testing.T) {
 		f.wantRefused(f.deliver(f.stackStatus("UPDATE_COMPLETE"), nil), 503, "sns_unavailable", "cert_timeout")
 		f.wantEffects(untouched)
 	})
-	t.Run("DatabaseDown", func(t *testing.T) {
-		f := newSNSFixture(t, snsOptions{})
-		m := f.stackStatus("UPDATE_COMPLETE")
-		f.link.SetDown(true)
-		f.wantRefused(f.deliver(m, nil), 503, "sns_unavailable", "")
-		f.link.SetDown(false)
-		f.wantEffects(untouched)
-		// SNS retries until the database answers again (the pool may first
-		// hand out a connection the outage broke).
-		deadline := time.Now().Add(30 * time.Second) // only catches a hang
-		r := f.deliver(m, nil)
-		for r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
-			r = f.deliver(m, nil)
-		}
-		f.wantVerdict(r, service.VerdictAccepted, "UPDATE_COMPLETE")
-		f.wantEffects(snsEffects{Messages: 1, SwitchJobs: 1, Desired: 1, State: service.AccountActive})
-	})
-	t.Run("DatabasePartitioned", func(t *testing.T) {
-		// The database goes silent (no reset): the webhook's own 10 s
-		// handler timeout ends the wait with a 503 SNS retries, and
-		// nothing is stored.
-		f := newSNSFixture(t, snsOptions{})
-		m := f.stackStatus("UPDATE_COMPLETE")
-		// A message from an unknown topic reads the database and changes
-		// nothing: the pool then holds an open connection, which the
-		// partition silences (a new one would fail at its 5 s connect
-		// timeout instead).
-		event := f.stackEvent(snstest.StackStatusEvent(snsStackARN, "UPDATE_COMPLETE", f.clock.Now()))
-		unknown := f.host.Sign(f.host.Notification(snsUnknownTopic, sns.CloudFormationSubject, event.Message), sns.SignatureVersion1)
-		f.wantRefused(f.deliver(unknown, nil), 403, "sns_rejected", "unknown_topic")
-		f.link.Partition(true)
-		f.wantRefused(f.deliver(m, nil), 503, "sns_unavailable", "")
-		f.link.Partition(false)
-		f.wantEffects(untouched)
-		deadline := time.Now().Add(30 * time.Second) // only catches a hang
-		r := f.deliver(m, nil)
-		for r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
-			r = f.deliver(m, nil)
-		}
-		f.wantVerdict(r, service.VerdictAccepted, "UPDATE_COMPLETE")
-		f.wantEffects(snsEffects{Messages: 1, SwitchJobs: 1, Desired: 1, State: service.AccountActive})
-	})
+	// The database link cut (closed), or partitioned (silent, no reset:
+	// the webhook's own 10 s handler timeout ends the wait): 503, which SNS
+	// retries, nothing stored, and the retry accepted once the link is back.
+	for _, c := range []struct {
+		name      string
+		fail, fix func(p *tcpproxy.Proxy)
+	}{
+		{"DatabaseDown", func(p *tcpproxy.Proxy) { p.SetDown(true) }, func(p *tcpproxy.Proxy) { p.SetDown(false) }},
+		{"DatabasePartitioned", func(p *tcpproxy.Proxy) { p.Partition(true) }, func(p *tcpproxy.Proxy) { p.Partition(false) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newSNSFixture(t, snsOptions{})
+			m := f.stackStatus("UPDATE_COMPLETE")
+			// A message from an unknown topic reads the database and
+			// changes nothing: the pool then holds an open connection for
+			// the fault to meet (a new one would fail at its 5 s connect
+			// timeout instead).
+			event := f.stackEvent(snstest.StackStatusEvent(snsStackARN, "UPDATE_COMPLETE", f.clock.Now()))
+			unknown := f.host.Sign(f.host.Notification(snsUnknownTopic, sns.CloudFormationSubject, event.Message), sns.SignatureVersion1)
+			f.wantRefused(f.deliver(unknown, nil), 403, "sns_rejected", "unknown_topic")
+			c.fail(f.link)
+			f.wantRefused(f.deliver(m, nil), 503, "sns_unavailable", "")
+			c.fix(f.link)
+			f.wantEffects(untouched)
+			// SNS retries until the database answers again (the pool may
+			// first hand out a connection the outage broke).
+			deadline := time.Now().Add(30 * time.Second) // only catches a hang
+			r := f.deliver(m, nil)
+			for r.status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+				r = f.deliver(m, nil)
+			}
+			f.wantVerdict(r, service.VerdictAccepted, "UPDATE_COMPLETE")
+			f.wantEffects(snsEffects{Messages: 1, SwitchJobs: 1, Desired: 1, State: service.AccountActive})
+		})
+	}
 	t.Run("AWSNotConfigured", func(t *testing.T) {
 		srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: NewMetrics(prometheus.NewRegistry())}))
 		t.Cleanup(srv.Close)
