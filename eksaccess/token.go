@@ -34,10 +34,21 @@ const (
 // presignToken returns an EKS token for clusterName: STS GetCallerIdentity
 // presigned (locally, no network) with creds in region at signingTime, with
 // the cluster header signed and X-Amz-Expires in the query.
+//
+// The URL names the host the SDK's own STS endpoint resolver gives for
+// region with the process's FIPS and dual-stack settings, never a custom
+// endpoint (AWS_ENDPOINT_URL_STS, cfg.BaseEndpoint, a configured resolver):
+// that one is for the server's own STS calls, and the EKS authenticator
+// accepts only the standard STS hosts, so a token naming a VPC endpoint
+// would be refused by every cluster.
 func presignToken(ctx context.Context, cfg aws.Config, creds aws.Credentials, region, clusterName string, signingTime time.Time) (string, error) {
 	client := sts.NewFromConfig(cfg, func(o *sts.Options) {
 		o.Region = region
 		o.Credentials = staticProvider{creds}
+		o.BaseEndpoint = nil
+		//lint:ignore SA1019 cleared so a v1 resolver in cfg cannot rename the host
+		o.EndpointResolver = nil
+		o.EndpointResolverV2 = sts.NewDefaultEndpointResolverV2()
 	})
 	presigner := sts.NewPresignClient(client, func(o *sts.PresignOptions) {
 		o.Presigner = fixedTimePresigner{signer: v4.NewSigner(), at: signingTime}

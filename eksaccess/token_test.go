@@ -99,21 +99,65 @@ func TestPresignToken(t *testing.T) {
 	}
 }
 
-func TestPresignTokenHonoursEndpointURL(t *testing.T) {
-	t.Setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:4566")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDBASE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "base-secret")
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"))
-	if err != nil {
-		t.Fatal(err)
+// TestPresignTokenNamesStandardHost: the token names the host the EKS
+// authenticator accepts for the region and the process's FIPS and
+// dual-stack settings, whatever custom STS endpoint the server's own calls
+// use (a VPC endpoint, say).
+func TestPresignTokenNamesStandardHost(t *testing.T) {
+	const vpcEndpoint = "https://vpce-0123456789abcdef0-abcdefgh.sts.eu-west-1.vpce.amazonaws.com"
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		region string
+		want   string
+	}{
+		{"VPCEndpoint", map[string]string{"AWS_ENDPOINT_URL_STS": vpcEndpoint}, "eu-west-1", "sts.eu-west-1.amazonaws.com"},
+		{"GlobalEndpointURL", map[string]string{"AWS_ENDPOINT_URL": vpcEndpoint}, "eu-west-1", "sts.eu-west-1.amazonaws.com"},
+		{"OtherRegionThanConfig", map[string]string{"AWS_ENDPOINT_URL_STS": vpcEndpoint}, "ap-southeast-2", "sts.ap-southeast-2.amazonaws.com"},
+		{"FIPS", map[string]string{"AWS_ENDPOINT_URL_STS": vpcEndpoint, "AWS_USE_FIPS_ENDPOINT": "true"}, "us-east-1", "sts-fips.us-east-1.amazonaws.com"},
+		{"DualStack", map[string]string{"AWS_ENDPOINT_URL_STS": vpcEndpoint, "AWS_USE_DUALSTACK_ENDPOINT": "true"}, "us-east-2", "sts.us-east-2.api.aws"},
+		{"FIPSDualStack", map[string]string{"AWS_USE_FIPS_ENDPOINT": "true", "AWS_USE_DUALSTACK_ENDPOINT": "true"}, "us-west-2", "sts-fips.us-west-2.api.aws"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_PROFILE"} {
+				t.Setenv(k, "")
+			}
+			t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+			t.Setenv("AWS_ACCESS_KEY_ID", "AKIDBASE")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "base-secret")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("eu-west-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			token, err := presignToken(context.Background(), cfg, testCreds, tc.region, "demo", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := decodeToken(t, token)
+			if u.Scheme != "https" || u.Host != tc.want || u.Path != "/" {
+				t.Errorf("token URL = %s://%s%s, want https://%s/", u.Scheme, u.Host, u.Path, tc.want)
+			}
+			if got, want := u.Query().Get("X-Amz-Credential"), "ASIATESTKEY/"; !strings.HasPrefix(got, want) ||
+				!strings.HasSuffix(got, "/"+tc.region+"/sts/aws4_request") {
+				t.Errorf("X-Amz-Credential = %q, want scope %s/sts", got, tc.region)
+			}
+		})
 	}
-	token, err := presignToken(context.Background(), cfg, testCreds, "us-east-1", "demo", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := decodeToken(t, token); u.Host != "127.0.0.1:4566" {
-		t.Errorf("token host = %q, want the AWS_ENDPOINT_URL_STS host", u.Host)
-	}
+
+	t.Run("BaseEndpointInConfig", func(t *testing.T) {
+		cfg := aws.Config{Region: "eu-west-1", BaseEndpoint: aws.String(vpcEndpoint)}
+		token, err := presignToken(context.Background(), cfg, testCreds, "eu-west-1", "demo", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := decodeToken(t, token); u.Host != "sts.eu-west-1.amazonaws.com" {
+			t.Errorf("token host = %q, want sts.eu-west-1.amazonaws.com", u.Host)
+		}
+	})
 }
 
 func TestRenewAt(t *testing.T) {

@@ -108,7 +108,8 @@ func Start(tb testing.TB, opts ...Option) *AWS {
 	return a
 }
 
-// STSURL is the STS endpoint (the signed host of EKS tokens).
+// STSURL is the STS endpoint. EKS tokens do not name it: they name a
+// standard STS host (TokenHosts), as the EKS authenticator requires.
 func (a *AWS) STSURL() string { return a.stsSrv.URL }
 
 // EKSURL is the EKS endpoint, serving every region.

@@ -69,10 +69,12 @@ func (c *credential) caller() Caller {
 // VerifyToken checks an EKS token as the EKS authenticator does for the
 // cluster named clusterName: the cluster name is the value of the signed
 // x-k8s-aws-id header, which the token does not carry, so the verifier must
-// know which cluster it guards. The URL must point at this fake's STS host,
-// carry only the allowed query keys with x-k8s-aws-id among the signed
-// headers and X-Amz-Expires present, be dated within TokenLifetime of the
-// fake's clock, and re-verify with the secret STS issued for its key.
+// know which cluster it guards. The URL must be https://<host>/ with a host
+// of TokenHosts for the region of its credential scope, carry only the
+// allowed query keys with x-k8s-aws-id among the signed headers and
+// X-Amz-Expires present, be dated within TokenLifetime of the fake's clock,
+// and re-verify with the secret STS issued for its key. The signature is
+// checked here, so the URL need not (and does not) name this fake's host.
 func (a *AWS) VerifyToken(token, clusterName string) (Caller, error) {
 	enc, ok := strings.CutPrefix(token, TokenPrefix)
 	if !ok {
@@ -86,11 +88,12 @@ func (a *AWS) VerifyToken(token, clusterName string) (Caller, error) {
 	if err != nil {
 		return Caller{}, fmt.Errorf("%w: %v", ErrTokenMalformed, err)
 	}
-	stsURL, _ := url.Parse(a.STSURL())
-	if u.Host != stsURL.Host || (u.Path != "" && u.Path != "/") {
-		return Caller{}, fmt.Errorf("%w: URL %s://%s%s is not the STS endpoint", ErrTokenMalformed, u.Scheme, u.Host, u.Path)
-	}
 	q := u.Query()
+	sc, _ := parseScope(q.Get("X-Amz-Credential"))
+	if u.Scheme != "https" || u.Path != "/" || !slices.Contains(TokenHosts(sc.region), u.Host) {
+		return Caller{}, fmt.Errorf("%w: URL %s://%s%s is not a standard STS endpoint for region %q",
+			ErrTokenMalformed, u.Scheme, u.Host, u.Path, sc.region)
+	}
 	for k, v := range q {
 		if !slices.Contains(tokenQueryKeys, k) {
 			return Caller{}, fmt.Errorf("%w: query key %q not allowed", ErrTokenMalformed, k)
@@ -186,15 +189,54 @@ func (a *AWS) verifyPresigned(u *url.URL, header http.Header, service string) (*
 	return c, sc.region, nil
 }
 
+// TokenHosts are the STS hosts an EKS authenticator accepts in a token
+// signed for region, as aws-iam-authenticator's verifier does
+// (pkg/token/token.go, verifySTSHostnameFormat): the hosts the SDK's STS
+// endpoint resolver gives for the region with FIPS and dual-stack each on
+// and off, and the global host sts.amazonaws.com, which STS serves only to
+// requests signed for us-east-1 (the STS call the authenticator makes with
+// the token would fail for any other scope).
+func TokenHosts(region string) []string {
+	if region == "" {
+		return nil
+	}
+	var hosts []string
+	if region == "us-east-1" {
+		hosts = append(hosts, "sts.amazonaws.com")
+	}
+	resolver := sts.NewDefaultEndpointResolverV2()
+	for _, fips := range []bool{false, true} {
+		for _, dualStack := range []bool{false, true} {
+			e, err := resolver.ResolveEndpoint(context.Background(), sts.EndpointParameters{
+				Region: aws.String(region), UseFIPS: aws.Bool(fips), UseDualStack: aws.Bool(dualStack)})
+			if err == nil && !slices.Contains(hosts, e.URI.Host) {
+				hosts = append(hosts, e.URI.Host)
+			}
+		}
+	}
+	return hosts
+}
+
 // emptySHA256 is the hex SHA-256 of an empty payload.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // Token signs an EKS token for cluster with creds as `aws eks get-token`
-// does — STS GetCallerIdentity presigned by the SDK against this fake's STS
-// endpoint, x-k8s-aws-id signed, X-Amz-Expires=60 — for tests that need a
-// token without the product's own signer.
+// does — STS GetCallerIdentity presigned by the SDK for the standard
+// regional STS host of the fake's region, x-k8s-aws-id signed,
+// X-Amz-Expires=60 — for tests that need a token without the product's own
+// signer.
 func (a *AWS) Token(ctx context.Context, creds aws.CredentialsProvider, cluster string) (string, error) {
-	client := sts.New(sts.Options{Region: a.region, Credentials: creds, BaseEndpoint: aws.String(a.STSURL())})
+	return a.TokenFor(ctx, creds, cluster, "")
+}
+
+// TokenFor is Token presigned for endpoint (a URL) instead of the standard
+// host when endpoint is not empty, for tests of tokens a cluster must
+// refuse (naming a VPC endpoint or this fake, say).
+func (a *AWS) TokenFor(ctx context.Context, creds aws.CredentialsProvider, cluster, endpoint string) (string, error) {
+	client := sts.New(sts.Options{Region: a.region, Credentials: creds})
+	if endpoint != "" {
+		client = sts.New(sts.Options{Region: a.region, Credentials: creds, BaseEndpoint: aws.String(endpoint)})
+	}
 	addHeaders := func(stack *middleware.Stack) error {
 		return stack.Build.Add(middleware.BuildMiddlewareFunc("awsfakeEKSToken",
 			func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {

@@ -75,26 +75,33 @@ func start(t *testing.T, level awsfake.Level, allowed ...string) *env {
 	// is reused.
 	e.client = func(t *testing.T) kubernetes.Interface {
 		t.Helper()
-		out, err := e.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String("prod")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := base64.StdEncoding.DecodeString(aws.ToString(out.Cluster.CertificateAuthority.Data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := f.Token(ctx, creds, "prod")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := kubernetes.NewForConfig(&rest.Config{Host: aws.ToString(out.Cluster.Endpoint), BearerToken: tok,
-			TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
+		return e.clientFor(t, "")
 	}
 	return e
+}
+
+// clientFor is a client of the cluster with a fresh token presigned for
+// stsEndpoint (the standard host when empty).
+func (e *env) clientFor(t *testing.T, stsEndpoint string) kubernetes.Interface {
+	t.Helper()
+	out, err := e.eks.DescribeCluster(e.ctx, &eks.DescribeClusterInput{Name: aws.String("prod")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := base64.StdEncoding.DecodeString(aws.ToString(out.Cluster.CertificateAuthority.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.f.TokenFor(e.ctx, e.creds, "prod", stsEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: aws.ToString(out.Cluster.Endpoint), BearerToken: tok,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // whoami is the user a SelfSubjectReview reports.
@@ -148,6 +155,15 @@ func TestFullAccess(t *testing.T) {
 		}
 		return err
 	})
+	// A token naming any other host than a standard STS one is refused,
+	// however well signed: the fake's own endpoint (what
+	// AWS_ENDPOINT_URL_STS names for the server's own calls) or a VPC
+	// endpoint.
+	for _, endpoint := range []string{e.f.STSURL(), "https://vpce-0123456789abcdef0-abcdefgh.sts.us-east-1.vpce.amazonaws.com"} {
+		if _, err := whoami(e.ctx, e.clientFor(t, endpoint)); !apierrors.IsUnauthorized(err) {
+			t.Errorf("token naming %s: %v, want 401", endpoint, err)
+		}
+	}
 	if ok, err := can(e.ctx, e.client(t), "list", "secrets", ""); err != nil || ok {
 		t.Fatalf("before association: allowed=%v %v", ok, err)
 	}
