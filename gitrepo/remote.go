@@ -39,20 +39,42 @@ type Auth struct {
 type Remote struct {
 	URL  string
 	Auth Auth
+	// Team, when set, keeps what is read from the remote for this team
+	// only: ClusterRepos sets it when the remote's host is reachable only
+	// through the team's own private-host entry, so another team, whose
+	// fetch would be refused, is never served the team's trees from a
+	// cache. Empty (public hosts, entries for every team): shared.
+	Team string
 }
 
 // Identity is a stable key for the remote's URL together with its
-// credentials: caches are shared only between remotes with the same
-// identity, so a team never reads through another team's credentials. It
-// is a hash and reveals no secret.
+// credentials (and its Team, when set): caches are shared only between
+// remotes with the same identity, so a team never reads through another
+// team's credentials or another team's private-host entry. It is a hash
+// and reveals no secret.
 func (r Remote) Identity() string {
 	h := sha256.New()
-	for _, s := range []string{r.URL, r.Auth.Username, r.Auth.Token, r.Auth.PrivateKey, r.Auth.KnownHosts} {
+	parts := []string{r.URL, r.Auth.Username, r.Auth.Token, r.Auth.PrivateKey, r.Auth.KnownHosts}
+	if r.Team != "" {
+		// Only then, so identities without a team (and the disk cache
+		// keyed by them) stay what they were.
+		parts = append(parts, "team", r.Team)
+	}
+	for _, s := range parts {
 		// Length-prefixed, so no two different remotes write the same bytes.
 		h.Write([]byte{byte(len(s) >> 24), byte(len(s) >> 16), byte(len(s) >> 8), byte(len(s))})
 		h.Write([]byte(s))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// host is the host the remote connects to, "" when its URL is invalid.
+func (r Remote) host() string {
+	ep, err := r.endpoint()
+	if err != nil {
+		return ""
+	}
+	return ep.Host
 }
 
 // endpoint parses r.URL into a go-git endpoint, accepting only https://,

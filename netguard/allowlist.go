@@ -6,25 +6,85 @@ import (
 	"strings"
 )
 
+// AllowEntry is one entry of KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: a host that
+// may be reached on a private address, by the one team named (Team) or, when
+// Team is empty, by every team.
+type AllowEntry struct {
+	Team string
+	Host string
+}
+
+// String is the entry as written in the variable: "team=host" or "host".
+func (e AllowEntry) String() string {
+	if e.Team == "" {
+		return e.Host
+	}
+	return e.Team + "=" + e.Host
+}
+
+// MarshalText is String, so a logged list reads as it was written.
+func (e AllowEntry) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
 // ParseAllowList parses the value of KUKIE_GIT_ALLOWED_PRIVATE_HOSTS:
-// comma-separated host names or IP addresses, without ports or schemes.
-// Whitespace around entries and empty entries are ignored, so an empty value
-// allows nothing. Names are returned lower-cased without a trailing dot and
-// IPs in canonical form; a malformed entry is an error naming it.
-func ParseAllowList(s string) ([]string, error) {
-	var hosts []string
-	for _, entry := range strings.Split(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
+// comma-separated entries, each a host name or IP address (without port or
+// scheme) allowed for every team, or "team-id=host", split at the last '=',
+// allowed for that team only. Whitespace around entries, team ids and hosts
+// and empty entries are ignored, so an empty value allows nothing. Names
+// are returned lower-cased without a trailing dot and IPs in canonical form;
+// a malformed entry is an error naming it.
+//
+// The list is split at ',' first, so a team id holding ',' cannot be
+// written: "acme,inc=git.acme" would read as the host "acme" for every team
+// and "git.acme" for team "inc". To make that mistake an error rather than
+// a host quietly allowed for everyone, entries without a team must come
+// after every team entry: the first part of a team id cut at a ',' is then
+// always an entry without a team before a team entry.
+func ParseAllowList(s string) ([]AllowEntry, error) {
+	var entries []AllowEntry
+	var everyone string // the first entry without a team, if any
+	for _, raw := range strings.Split(s, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
 			continue
 		}
-		host, err := parseAllowEntry(entry)
+		e, err := parseEntry(raw)
 		if err != nil {
-			return nil, fmt.Errorf("netguard: allowed private host %q: %s", entry, err)
+			return nil, fmt.Errorf("netguard: allowed private host %q: %s", raw, err)
 		}
-		hosts = append(hosts, host)
+		switch {
+		case e.Team == "" && everyone == "":
+			everyone = raw
+		case e.Team != "" && everyone != "":
+			return nil, fmt.Errorf("netguard: allowed private host %q has no team but comes before the team entry %q: "+
+				"a team id cannot hold ',' (write entries without a team after all team entries)", everyone, raw)
+		}
+		entries = append(entries, e)
 	}
-	return hosts, nil
+	return entries, nil
+}
+
+// maxTeamID is the longest team claim auth accepts.
+const maxTeamID = 256
+
+// parseEntry parses one trimmed entry, "host" or "team=host".
+func parseEntry(raw string) (AllowEntry, error) {
+	var e AllowEntry
+	hostPart := raw
+	if i := strings.LastIndex(raw, "="); i >= 0 {
+		e.Team, hostPart = strings.TrimSpace(raw[:i]), strings.TrimSpace(raw[i+1:])
+		if e.Team == "" {
+			return AllowEntry{}, errString("the team id before '=' is empty")
+		}
+		if len(e.Team) > maxTeamID {
+			return AllowEntry{}, errString("the team id is longer than a token's team claim may be")
+		}
+	}
+	host, err := parseAllowEntry(hostPart)
+	if err != nil {
+		return AllowEntry{}, err
+	}
+	e.Host = host
+	return e, nil
 }
 
 // errString is a constant error message, used where the caller adds context.

@@ -9,7 +9,9 @@
 // link-local, private, 100.64.0.0/10, fc00::/7, unspecified, multicast and
 // reserved addresses, and their IPv4-mapped, -compatible, -translated, NAT64
 // and 6to4 IPv6 forms, are refused unless the host as written in the URL
-// (name or IP literal) is in KUKIE_GIT_ALLOWED_PRIVATE_HOSTS; cloud metadata
+// (name or IP literal) is in KUKIE_GIT_ALLOWED_PRIVATE_HOSTS for the team the
+// fetch is made for (an entry "team-id=host" allows its host to that team
+// only, carried by the context: NewContextWithTeam); cloud metadata
 // addresses (169.254.169.254, fd00:ec2::254, 169.254.170.2, 169.254.170.23
 // and a few more) are refused even when listed.
 //

@@ -53,39 +53,50 @@ type resolver interface {
 // unless their host is in the operator's allow list, and cloud metadata
 // addresses always. Its methods are safe for concurrent use.
 type Guard struct {
-	allowed    map[string]bool
-	allowList  []string
-	resolver   resolver
-	proxy      func(*url.URL) (*url.URL, error)
-	proxyAddrs map[string]bool // host:port of the operator's proxies
+	allowed     map[string]bool            // hosts allowed for every team
+	teamAllowed map[string]map[string]bool // team → hosts allowed for it alone
+	allowList   []string                   // the hosts allowed for every team, in order
+	resolver    resolver
+	proxy       func(*url.URL) (*url.URL, error)
+	proxyAddrs  map[string]bool // host:port of the operator's proxies
 
 	// rootCAs replaces the system roots in HTTPClient; nil in production.
 	// Only the package's tests set it.
 	rootCAs *x509.CertPool
 }
 
-// New returns a Guard allowing private addresses for the given hosts (as
+// New returns a Guard allowing private addresses for the given entries (as
 // returned by ParseAllowList) and honouring the standard proxy variables
-// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), read now.
-func New(allowedPrivateHosts []string) (*Guard, error) {
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), read now. An entry with a team
+// allows its host only to dials whose context carries that team
+// (NewContextWithTeam).
+func New(allowedPrivateHosts []AllowEntry) (*Guard, error) {
 	return newGuard(allowedPrivateHosts, httpproxy.FromEnvironment(), net.DefaultResolver)
 }
 
 // newGuard is New with the proxy settings (nil: none) and resolver given.
-func newGuard(allowedPrivateHosts []string, proxy *httpproxy.Config, r resolver) (*Guard, error) {
+func newGuard(allowedPrivateHosts []AllowEntry, proxy *httpproxy.Config, r resolver) (*Guard, error) {
 	if proxy == nil {
 		proxy = &httpproxy.Config{}
 	}
 	g := &Guard{
-		allowed:    make(map[string]bool),
-		resolver:   r,
-		proxy:      proxy.ProxyFunc(),
-		proxyAddrs: make(map[string]bool),
+		allowed:     make(map[string]bool),
+		teamAllowed: make(map[string]map[string]bool),
+		resolver:    r,
+		proxy:       proxy.ProxyFunc(),
+		proxyAddrs:  make(map[string]bool),
 	}
-	for _, h := range allowedPrivateHosts {
-		host, err := parseAllowEntry(strings.TrimSpace(h))
+	for _, e := range allowedPrivateHosts {
+		host, err := parseAllowEntry(strings.TrimSpace(e.Host))
 		if err != nil {
-			return nil, fmt.Errorf("netguard: allowed private host %q: %s", h, err)
+			return nil, fmt.Errorf("netguard: allowed private host %q: %s", e, err)
+		}
+		if e.Team != "" {
+			if g.teamAllowed[e.Team] == nil {
+				g.teamAllowed[e.Team] = make(map[string]bool)
+			}
+			g.teamAllowed[e.Team][host] = true
+			continue
 		}
 		if !g.allowed[host] {
 			g.allowed[host] = true
@@ -125,12 +136,39 @@ func proxyAddr(setting string) (string, error) {
 	return net.JoinHostPort(canonicalHost(u.Hostname()), port), nil
 }
 
-// hostAllowed reports whether host, as written, is in the allow list.
-func (g *Guard) hostAllowed(host string) bool {
-	return g.allowed[canonicalHost(host)]
+// hostAllowed reports whether host, as written, is in the allow list for
+// team (an entry for every team or one for team).
+func (g *Guard) hostAllowed(team, host string) bool {
+	h := canonicalHost(host)
+	return g.allowed[h] || g.teamAllowed[team][h]
 }
 
-// DialContext connects to addr ("host:port") over TCP if the rule lets it:
+// TeamOnly reports whether host (as written in a URL) is allowed for team
+// by that team's own entry and not by an entry for every team: what is
+// fetched from it for this team must be kept for this team only, since
+// another team's fetch may not reach it.
+func (g *Guard) TeamOnly(team, host string) bool {
+	h := canonicalHost(strings.Trim(host, "[]"))
+	return !g.allowed[h] && g.teamAllowed[team][h]
+}
+
+type teamKey struct{}
+
+// NewContextWithTeam returns a copy of ctx carrying the team a fetch is
+// made for: the guard then also allows that team's own entries.
+func NewContextWithTeam(ctx context.Context, team string) context.Context {
+	return context.WithValue(ctx, teamKey{}, team)
+}
+
+// TeamFromContext is the team ctx carries, "" when none (then only entries
+// for every team apply).
+func TeamFromContext(ctx context.Context) string {
+	team, _ := ctx.Value(teamKey{}).(string)
+	return team
+}
+
+// DialContext connects to addr ("host:port") over TCP if the rule lets it
+// for the team ctx carries (TeamFromContext):
 // it resolves the host, checks every address it resolves to, refuses the
 // whole dial if any is refused, and dials only the checked addresses (so DNS
 // rebinding cannot slip between check and connect); the socket's address is
@@ -144,7 +182,7 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	allowed := g.hostAllowed(host)
+	allowed := g.hostAllowed(TeamFromContext(ctx), host)
 	d := net.Dialer{
 		ControlContext: func(_ context.Context, _, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -205,7 +243,7 @@ func (g *Guard) checkedIPs(ctx context.Context, network, host string) ([]netip.A
 	if host == "" {
 		return nil, &RefusedError{Reason: "no host"}
 	}
-	allowed := g.hostAllowed(host)
+	allowed := g.hostAllowed(TeamFromContext(ctx), host)
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}

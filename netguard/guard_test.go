@@ -26,10 +26,15 @@ func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return ips, nil
 }
 
-// MustGuard builds a Guard with a fake resolver and no proxy.
+// MustGuard builds a Guard with a fake resolver and no proxy; allowed are
+// entries as written in KUKIE_GIT_ALLOWED_PRIVATE_HOSTS.
 func MustGuard(tb testing.TB, allowed []string, r fakeResolver) *Guard {
 	tb.Helper()
-	g, err := newGuard(allowed, nil, r)
+	entries, err := ParseAllowList(strings.Join(allowed, ","))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := newGuard(entries, nil, r)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -204,5 +209,78 @@ func TestRefusedErrorMessage(t *testing.T) {
 	}
 	if !errors.Is(fmt.Errorf("wrapped: %w", tests[0].err), ErrRefused) {
 		t.Error("a wrapped RefusedError is not ErrRefused")
+	}
+}
+
+// TestDialContextTeamEntries: a team entry allows its host to dials made
+// for that team only; an entry without a team to every team.
+func TestDialContextTeamEntries(t *testing.T) {
+	addr, accepted := MustListen(t)
+	_, port, _ := net.SplitHostPort(addr)
+	r := fakeResolver{"git.acme.test": {"127.0.0.1"}, "git.shared.test": {"127.0.0.1"}}
+	g := MustGuard(t, []string{"team-a=git.acme.test", "team-a=127.0.0.1", "git.shared.test"}, r)
+	tests := []struct {
+		name, team, host string
+		refused          bool
+	}{
+		{"TeamNameAllowed", "team-a", "git.acme.test", false},
+		{"TeamIPAllowed", "team-a", "127.0.0.1", false},
+		{"ErrOtherTeamName", "team-b", "git.acme.test", true},
+		{"ErrOtherTeamIP", "team-b", "127.0.0.1", true},
+		{"ErrNoTeamName", "", "git.acme.test", true},
+		{"ErrTeamIDIsCaseSensitive", "Team-A", "git.acme.test", true},
+		{"EveryoneEntryForTeamA", "team-a", "git.shared.test", false},
+		{"EveryoneEntryForTeamB", "team-b", "git.shared.test", false},
+		{"EveryoneEntryWithoutTeam", "", "git.shared.test", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t)
+			if tt.team != "" {
+				ctx = NewContextWithTeam(ctx, tt.team)
+			}
+			conn, err := g.DialContext(ctx, "tcp", net.JoinHostPort(tt.host, port))
+			if tt.refused {
+				assertRefused(t, err, reasonLoopback)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.Close()
+			<-accepted
+		})
+	}
+}
+
+func TestTeamOnly(t *testing.T) {
+	g := MustGuard(t, []string{"team-a=git.acme.test", "team-a=git.shared.test", "team-a=fd00::7", "git.shared.test"}, nil)
+	tests := []struct {
+		name, team, host string
+		want             bool
+	}{
+		{"TeamEntry", "team-a", "git.acme.test", true},
+		{"TeamEntryAsWritten", "team-a", "GIT.Acme.Test.", true},
+		{"BracketedIPv6", "team-a", "[fd00::7]", true},
+		{"OtherTeam", "team-b", "git.acme.test", false},
+		{"NoTeam", "", "git.acme.test", false},
+		{"AlsoForEveryone", "team-a", "git.shared.test", false},
+		{"Public", "team-a", "github.com", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := g.TeamOnly(tt.team, tt.host); got != tt.want {
+				t.Errorf("TeamOnly(%q, %q) = %v, want %v", tt.team, tt.host, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTeamFromContext(t *testing.T) {
+	if got := TeamFromContext(context.Background()); got != "" {
+		t.Errorf("TeamFromContext(empty) = %q", got)
+	}
+	if got := TeamFromContext(NewContextWithTeam(context.Background(), "team-a")); got != "team-a" {
+		t.Errorf("TeamFromContext = %q, want team-a", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,9 +25,60 @@ import (
 //     not checked. The proxy resolves the target again, so it should refuse
 //     metadata addresses itself as well.
 //
+// A request is checked for the team its context carries
+// (NewContextWithTeam). Teams with entries of their own get connection
+// pools of their own, so a connection one team's entry allowed is never
+// reused for another team's request.
+//
 // timeout bounds a whole request, body included (0: none).
 func (g *Guard) HTTPClient(timeout time.Duration) *http.Client {
-	tr := &http.Transport{
+	return &http.Client{
+		Transport: &teamTransport{g: g, shared: g.transport(), teams: make(map[string]*http.Transport)},
+		Timeout:   timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// teamTransport sends a request through the transport of its team when the
+// team has entries of its own, else through the shared one.
+type teamTransport struct {
+	g      *Guard
+	shared *http.Transport
+
+	mu    sync.Mutex
+	teams map[string]*http.Transport // only teams with entries: bounded by the configuration
+}
+
+func (t *teamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	team := TeamFromContext(req.Context())
+	if t.g.teamAllowed[team] == nil {
+		return t.shared.RoundTrip(req)
+	}
+	t.mu.Lock()
+	tr, ok := t.teams[team]
+	if !ok {
+		tr = t.g.transport()
+		t.teams[team] = tr
+	}
+	t.mu.Unlock()
+	return tr.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of every pool.
+func (t *teamTransport) CloseIdleConnections() {
+	t.shared.CloseIdleConnections()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.teams {
+		tr.CloseIdleConnections()
+	}
+}
+
+// transport is one connection pool on the guard.
+func (g *Guard) transport() *http.Transport {
+	return &http.Transport{
 		Proxy:                 g.proxyFor,
 		DialContext:           g.transportDial,
 		ForceAttemptHTTP2:     true,
@@ -35,13 +87,6 @@ func (g *Guard) HTTPClient(timeout time.Duration) *http.Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: g.rootCAs},
-	}
-	return &http.Client{
-		Transport: tr,
-		Timeout:   timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
 	}
 }
 
@@ -53,7 +98,7 @@ func (g *Guard) proxyFor(req *http.Request) (*url.URL, error) {
 	if host == "" {
 		return nil, &RefusedError{Reason: "no host"}
 	}
-	allowed := g.hostAllowed(host)
+	allowed := g.hostAllowed(TeamFromContext(req.Context()), host)
 	scheme := strings.ToLower(req.URL.Scheme)
 	switch {
 	case scheme == "https":

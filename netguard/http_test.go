@@ -103,10 +103,12 @@ func TestHTTPClientOwnTransport(t *testing.T) {
 	if c.Transport == http.DefaultTransport || c.Transport == nil {
 		t.Fatal("HTTPClient uses the default transport")
 	}
-	if _, ok := c.Transport.(*http.Transport); !ok {
-		// go-git clones the transport for per-endpoint TLS options and
-		// requires this type.
-		t.Fatalf("transport is %T, want *http.Transport", c.Transport)
+	// One pool per team with entries of its own (see
+	// TestHTTPClientTeamEntries). go-git wants an *http.Transport only for
+	// endpoints with their own TLS or proxy options, which the guarded
+	// fetches never set (doc.go): such a session fails instead of cloning.
+	if _, ok := c.Transport.(*teamTransport); !ok {
+		t.Fatalf("transport is %T, want the guard's *teamTransport", c.Transport)
 	}
 }
 
@@ -273,4 +275,38 @@ func TestGoGitHTTPThroughGuard(t *testing.T) {
 			t.Fatalf("server saw %v", paths)
 		}
 	})
+}
+
+// TestHTTPClientTeamEntries: one client serves every team; a connection
+// team A's entry allowed is not reused for team B, whose request is
+// refused at its own dial.
+func TestHTTPClientTeamEntries(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	g := MustGuard(t, []string{"team-a=127.0.0.1"}, nil)
+	g.rootCAs = poolOf(srv)
+	c := g.HTTPClient(0)
+	getFor := func(team string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(NewContextWithTeam(testContext(t), team), http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err == nil {
+			_, _ = io.ReadAll(resp.Body)
+			_ = resp.Body.Close() // back to the pool
+		}
+		return resp, err
+	}
+	for range 2 {
+		if resp, err := getFor("team-a"); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("team-a: %v %v", resp, err)
+		}
+	}
+	_, err := getFor("team-b")
+	assertRefused(t, err, reasonLoopback)
+	_, err = getFor("")
+	assertRefused(t, err, reasonLoopback)
 }

@@ -27,8 +27,10 @@ func init() {
 
 // SSHProxyURL is the value for go-git's transport.ProxyOptions.URL on ssh
 // endpoints: with it, go-git's ssh transport dials through a guard with this
-// guard's allow list instead of dialing directly. Set it on ssh endpoints
-// only; for https use HTTPClient.
+// guard's entries for every team instead of dialing directly (go-git's dial
+// carries no team, so team entries do not apply; a client that knows the
+// team dials with DialContext). Set it on ssh endpoints only; for https use
+// HTTPClient.
 func (g *Guard) SSHProxyURL() string {
 	u := url.URL{Scheme: sshProxyScheme, Host: "guard"}
 	if len(g.allowList) > 0 {
@@ -44,7 +46,13 @@ func dialerFromSSHProxyURL(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGuard(allowed, nil, net.DefaultResolver)
+	var everyone []AllowEntry
+	for _, e := range allowed {
+		if e.Team == "" {
+			everyone = append(everyone, e)
+		}
+	}
+	return newGuard(everyone, nil, net.DefaultResolver)
 }
 
 // SSHDial connects to an SSH server at addr through DialContext and performs

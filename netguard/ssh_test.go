@@ -189,7 +189,7 @@ func TestSSHProxyURLRoundTrip(t *testing.T) {
 	if !ok {
 		t.Fatalf("dialer is %T", d)
 	}
-	if !rebuilt.hostAllowed("git.corp.internal") || !rebuilt.hostAllowed("10.0.0.5") || rebuilt.hostAllowed("127.0.0.1") {
+	if !rebuilt.hostAllowed("", "git.corp.internal") || !rebuilt.hostAllowed("", "10.0.0.5") || rebuilt.hostAllowed("", "127.0.0.1") {
 		t.Fatalf("allow list not carried: %v", rebuilt.allowList)
 	}
 	if _, ok := d.(proxy.ContextDialer); !ok {

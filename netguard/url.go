@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"context"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -15,13 +16,14 @@ import (
 // refused, as are credentials in an http(s) URL and a password in an ssh URL.
 // An IP literal host gets the address rule; host names are not resolved here
 // (DialContext checks what they resolve to when connecting). A refusal is a
-// *RefusedError naming the host at most.
-func (g *Guard) CheckURL(raw string) error {
+// *RefusedError naming the host at most. The allow list applies for the
+// team ctx carries (TeamFromContext).
+func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	scheme, host, err := splitRepoURL(raw)
 	if err != nil {
 		return err
 	}
-	allowed := g.hostAllowed(host)
+	allowed := g.hostAllowed(TeamFromContext(ctx), host)
 	switch scheme {
 	case "https", "ssh":
 	case "http":

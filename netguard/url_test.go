@@ -1,6 +1,8 @@
 package netguard
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -23,7 +25,7 @@ func TestCheckURL(t *testing.T) {
 	}
 	for _, tt := range accepted {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := g.CheckURL(tt.url); err != nil {
+			if err := g.CheckURL(context.Background(), tt.url); err != nil {
 				t.Fatalf("CheckURL(%q) = %v", tt.url, err)
 			}
 		})
@@ -51,11 +53,24 @@ func TestCheckURL(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			err := g.CheckURL(tt.url)
+			err := g.CheckURL(context.Background(), tt.url)
 			assertRefused(t, err, tt.reason)
 			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "token@") {
 				t.Errorf("error %q repeats credentials", err)
 			}
 		})
+	}
+}
+
+func TestCheckURLTeamEntries(t *testing.T) {
+	g := MustGuard(t, []string{"team-a=127.0.0.1"}, nil)
+	if err := g.CheckURL(NewContextWithTeam(context.Background(), "team-a"), "http://127.0.0.1/repo.git"); err != nil {
+		t.Errorf("team-a: %v", err)
+	}
+	for _, team := range []string{"team-b", ""} {
+		err := g.CheckURL(NewContextWithTeam(context.Background(), team), "https://127.0.0.1/repo.git")
+		if !errors.Is(err, ErrRefused) {
+			t.Errorf("team %q: %v, want refused", team, err)
+		}
 	}
 }

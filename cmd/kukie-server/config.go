@@ -61,7 +61,7 @@ type config struct {
 	// GitAllowedPrivateHosts are hosts on private networks the repo tab may
 	// reach (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS); RenderTimeout kills a render
 	// (KUKIE_RENDER_TIMEOUT).
-	GitAllowedPrivateHosts []string
+	GitAllowedPrivateHosts []netguard.AllowEntry
 	RenderTimeout          time.Duration
 	// TrustedProxies are the load balancers or ingress controllers whose
 	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
@@ -208,7 +208,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		c.RepoCacheBytes = n
 	}
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
-		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
+		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports, each optionally team-id=host: " + err.Error()}
 	}
 	if c.TrustedProxies, err = api.ParseTrustedProxies(getenv("KUKIE_TRUSTED_PROXIES")); err != nil {
 		return c, &configError{"KUKIE_TRUSTED_PROXIES", "must be comma-separated CIDRs or IP addresses: " + err.Error()}

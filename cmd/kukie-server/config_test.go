@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kukie/gitops-server/netguard"
 )
 
 func TestConfigErrors(t *testing.T) {
@@ -52,6 +57,10 @@ func TestConfigErrors(t *testing.T) {
 		{"ReconcileIntervalZero", map[string]string{"KUKIE_RECONCILE_INTERVAL": "0"}, "KUKIE_RECONCILE_INTERVAL"},
 		{"SNSMaxAgeBad", map[string]string{"KUKIE_SNS_MAX_MESSAGE_AGE": "an hour"}, "KUKIE_SNS_MAX_MESSAGE_AGE"},
 		{"AllowedHostWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.internal:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"AllowedHostEmptyTeam", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "=git.internal"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"AllowedHostTeamWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "acme=git.acme:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"AllowedHostTeamIDWithComma", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "acme,inc=git.acme"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
+		{"AllowedHostEveryoneBeforeTeam", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.shared,acme=git.acme"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
 		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
@@ -209,5 +218,27 @@ func TestConfigDocumented(t *testing.T) {
 				t.Errorf("%s names %s, which the server does not read", doc.name, v)
 			}
 		}
+	}
+}
+
+func TestConfigAllowedPrivateHostsByTeam(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":              "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "acme=Git.Acme.Internal, org=beta=10.0.0.7, git.shared.internal",
+	}
+	c, err := loadConfig(func(k string) string { return env[k] }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netguard.AllowEntry{{Team: "acme", Host: "git.acme.internal"}, {Team: "org=beta", Host: "10.0.0.7"},
+		{Host: "git.shared.internal"}}
+	if diff := cmp.Diff(want, c.GitAllowedPrivateHosts); diff != "" {
+		t.Errorf("GitAllowedPrivateHosts (-want +got):\n%s", diff)
+	}
+	var ce *configError
+	env["KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"] = "acme,inc=git.acme"
+	if _, err := loadConfig(func(k string) string { return env[k] }, false); !errors.As(err, &ce) ||
+		ce.name != "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS" {
+		t.Errorf("a team id holding ',': %v, want a configError for KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", err)
 	}
 }

@@ -46,7 +46,8 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	if err := fetcher.CacheDirErr(); err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
-	repos := &gitrepo.ClusterRepos{Fetcher: fetcher, Auth: storedRepoAuth(db, cfg.SecretKeys)}
+	repos := &gitrepo.ClusterRepos{Fetcher: fetcher, Auth: storedRepoAuth(db, cfg.SecretKeys),
+		WithTeam: netguard.NewContextWithTeam, TeamOnly: guard.TeamOnly}
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
