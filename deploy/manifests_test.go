@@ -288,15 +288,17 @@ func TestManifestsStructure(t *testing.T) {
 				if grace <= drain {
 					t.Errorf("terminationGracePeriodSeconds %v is not above the drain %v", grace, drain)
 				}
-				if dep.Spec.Replicas == nil || *dep.Spec.Replicas < 2 {
-					t.Errorf("replicas %v; want 2 or more", valueOf(dep.Spec.Replicas))
-				}
 				if len(pod.TopologySpreadConstraints) == 0 {
 					t.Error("no topologySpreadConstraints")
 				}
 				hpa := typedOfKind[autoscalingv2.HorizontalPodAutoscaler](t, objs, "HorizontalPodAutoscaler")
 				if valueOf(hpa.Spec.MinReplicas) < 2 || hpa.Spec.ScaleTargetRef.Name != dep.Name {
 					t.Errorf("HPA minReplicas %d target %s; want 2 or more on %s", valueOf(hpa.Spec.MinReplicas), hpa.Spec.ScaleTargetRef.Name, dep.Name)
+				}
+				// The HPA owns the count: replicas in the manifest would
+				// reset its scale on every apply or sync.
+				if hpa.Spec.ScaleTargetRef.Kind == "Deployment" && hpa.Spec.ScaleTargetRef.Name == dep.Name && dep.Spec.Replicas != nil {
+					t.Errorf("Deployment %s sets replicas %d, but the HPA scales it", dep.Name, *dep.Spec.Replicas)
 				}
 				oneOfKind(t, objs, "PodDisruptionBudget")
 			})
@@ -317,6 +319,32 @@ func TestManifestsStructure(t *testing.T) {
 					size := emptyDirAt(t, pod, server, d.dir)
 					if size == nil || size.Value() < d.min {
 						t.Errorf("%q: emptyDir sizeLimit %v; want one of at least %d bytes", d.dir, size, d.min)
+					}
+				}
+			})
+
+			t.Run("EphemeralStorageCoversEmptyDirs", func(t *testing.T) {
+				// The kubelet counts disk-backed emptyDirs against the
+				// pod's ephemeral-storage; the server's request and limit
+				// must hold them all (plus its logs).
+				var sum resource.Quantity
+				for _, v := range pod.Volumes {
+					if v.EmptyDir == nil || v.EmptyDir.Medium == corev1.StorageMediumMemory {
+						continue
+					}
+					if v.EmptyDir.SizeLimit == nil {
+						t.Errorf("emptyDir %s has no sizeLimit", v.Name)
+						continue
+					}
+					sum.Add(*v.EmptyDir.SizeLimit)
+				}
+				for _, q := range []struct {
+					what string
+					list corev1.ResourceList
+				}{{"request", server.Resources.Requests}, {"limit", server.Resources.Limits}} {
+					got, ok := q.list[corev1.ResourceEphemeralStorage]
+					if !ok || got.Cmp(sum) < 0 {
+						t.Errorf("server ephemeral-storage %s %v; want at least the emptyDirs' %v", q.what, got.String(), sum.String())
 					}
 				}
 			})
@@ -394,6 +422,31 @@ func TestManifestsStructure(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("ProductionDatabaseEgressNarrowed", func(t *testing.T) {
+		np := typedOfKind[networkingv1.NetworkPolicy](t, renderKustomization(t, "overlays/production"), "NetworkPolicy")
+		rules := 0
+		for _, r := range np.Spec.Egress {
+			if !slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.IntValue() == 5432 }) {
+				continue
+			}
+			rules++
+			if len(r.To) == 0 {
+				t.Error("egress on 5432 has no `to`: it is open to every address")
+			}
+			for _, to := range r.To {
+				switch {
+				case to.IPBlock == nil:
+					t.Errorf("egress on 5432 to %+v; want only ipBlocks (the database's CIDR)", to)
+				case to.IPBlock.CIDR == "0.0.0.0/0" || to.IPBlock.CIDR == "::/0":
+					t.Errorf("egress on 5432 to %s; want the database's CIDR", to.IPBlock.CIDR)
+				}
+			}
+		}
+		if rules == 0 {
+			t.Error("no egress rule on 5432: the server cannot reach PostgreSQL")
+		}
+	})
 
 	t.Run("ProductionServiceMonitorScrapesAdmin", func(t *testing.T) {
 		sm := oneOfKind(t, renderKustomization(t, "overlays/production"), "ServiceMonitor")
