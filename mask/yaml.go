@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// maskStructured masks YAML or JSON through its node tree. It reports false
-// when the text does not parse or cannot be written back, and the caller then
-// masks it line by line.
+// maskStructured masks JSON through its node tree. It reports false when the
+// text does not parse or cannot be written back, and the caller then masks it
+// with the scanner.
 func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -22,7 +23,7 @@ func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) 
 	if err != nil || len(docs) == 0 && strings.TrimSpace(text) != "" {
 		return Result{}, false
 	}
-	p := &pass{secrets: m.secrets(text, rewrittenScalars(docs))}
+	p := &pass{scan: m.scanner, secrets: m.secrets(text, rewrittenScalars(docs))}
 	for _, d := range docs {
 		p.walk(d, false, 0)
 	}
@@ -35,8 +36,122 @@ func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) 
 	if err != nil {
 		return Result{}, false
 	}
-	return Result{Content: out, Masked: p.masked, Encrypted: p.encrypted}, true
+	return Result{Content: out, Masked: p.masked, Encrypted: p.encrypted, Redactions: p.redact.Merge()}, true
 }
+
+// maskStream masks YAML document by document through each document's node
+// tree. A document that does not parse or cannot be written back is masked
+// whole when whole is set (a rendered stream: values replaced, keys kept),
+// else by the scanner (a repository file); the others are not affected.
+func (m *Masker) maskStream(text string, whole bool) Result {
+	chunks := splitDocs(text)
+	parsed := make([][]*yaml.Node, len(chunks))
+	ok := make([]bool, len(chunks))
+	var rewritten strings.Builder
+	for i, c := range chunks {
+		parsed[i], ok[i] = parseChunk(c)
+		if ok[i] {
+			rewritten.WriteString(rewrittenScalars(parsed[i]))
+		}
+	}
+	p := &pass{scan: m.scanner, secrets: m.secrets(text, rewritten.String())}
+	var b strings.Builder
+	for i, c := range chunks {
+		out, done := "", false
+		if ok[i] && len(parsed[i]) == 0 {
+			out, done = p.text(c, false), true // comments or nothing
+		} else if ok[i] {
+			out, done = p.structuredDoc(parsed[i])
+			if done && (i > 0 || strings.HasPrefix(c, "---")) {
+				out = "---\n" + out
+			}
+		}
+		if !done {
+			if whole {
+				out = p.wholeDoc(c)
+			} else {
+				out = p.text(c, true)
+			}
+		}
+		b.WriteString(out)
+		if s := b.String(); i+1 < len(chunks) && s != "" && !strings.HasSuffix(s, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return Result{Content: []byte(b.String()), Masked: p.masked, Encrypted: p.encrypted, Redactions: p.redact.Merge()}
+}
+
+// parseChunk parses one document of a stream; false when it does not parse.
+func parseChunk(c string) (docs []*yaml.Node, ok bool) {
+	defer func() {
+		if recover() != nil {
+			docs, ok = nil, false
+		}
+	}()
+	docs, err := parseDocs(c)
+	return docs, err == nil
+}
+
+// structuredDoc masks and writes back one parsed document; false when it
+// cannot be written back.
+func (p *pass) structuredDoc(docs []*yaml.Node) (out string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			out, ok = "", false
+		}
+	}()
+	for _, d := range docs {
+		p.walk(d, false, 0)
+	}
+	b, err := emitYAML(docs)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// wholeDoc masks a document that does not parse: every value is replaced
+// by Marker and keys, sequence dashes, indentation and comments stay.
+func (p *pass) wholeDoc(s string) string {
+	s = p.found(s)
+	ls := splitLines(s)
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		var line string
+		kl, ok := parseLine(l.text, l.indent)
+		switch {
+		case l.trimmed == "" || l.trimmed == "---" || l.trimmed[0] == '#':
+			line = p.line(l.text)
+		case strings.HasPrefix(l.text, "---"):
+			line = "--- " + Marker
+			p.record(l.text[3:])
+		case ok && kl.hasKey && plainKey.MatchString(kl.key):
+			line = strings.TrimRight(kl.head, " \t")
+			if v := stripComment(kl.value); v != "" {
+				line += " " + Marker
+				p.record(strings.Trim(v, `"'`))
+				p.masked++
+			}
+		case ok && kl.item:
+			line = kl.head + Marker
+			p.record(strings.Trim(kl.value, `"'`))
+			p.masked++
+		default:
+			line = l.text[:l.indent] + Marker
+			p.record(strings.Trim(l.trimmed, `"'`))
+			p.masked++
+		}
+		line += l.cr
+		if n := len(out); n > 0 && line == out[n-1] && strings.TrimSpace(line) == Marker {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// plainKey is a key a document masked whole keeps.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_.\-/]{1,128}$`)
 
 func parseDocs(text string) ([]*yaml.Node, error) {
 	dec := yaml.NewDecoder(strings.NewReader(text))
@@ -122,8 +237,13 @@ func (p *pass) walk(n *yaml.Node, inSecret bool, depth int) {
 		p.mapping(n, inSecret, depth)
 	case yaml.ScalarNode:
 		p.scalar(n)
+	case yaml.AliasNode:
+		// An alias under a secret masks its anchor's value, so neither
+		// the anchor nor any other alias of it shows the value.
+		if inSecret {
+			p.secretValue(n, depth+1)
+		}
 	}
-	// An alias's target is masked where the anchor is defined.
 }
 
 func (p *pass) comments(n *yaml.Node) {
@@ -223,6 +343,13 @@ func (p *pass) secretData(v *yaml.Node) {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return
 	}
+	if v.Kind == yaml.AliasNode {
+		// data: *d masks the values of the anchor d, wherever it is.
+		if t := p.aliasTarget(v); t != nil {
+			p.secretData(t)
+		}
+		return
+	}
 	if v.Kind != yaml.MappingNode {
 		p.setMarker(v)
 		return
@@ -235,8 +362,10 @@ func (p *pass) secretData(v *yaml.Node) {
 			p.encrypted = true
 			continue
 		}
-		if val.Kind == yaml.AliasNode && val.Alias != nil {
-			p.setMarker(val.Alias)
+		if val.Kind == yaml.AliasNode {
+			if t := p.aliasTarget(val); t != nil {
+				p.setMarker(t)
+			}
 			continue
 		}
 		p.setMarker(val)
@@ -253,19 +382,39 @@ func (p *pass) secretValue(v *yaml.Node, depth int) {
 		}
 		p.setMarker(v)
 	case yaml.AliasNode:
-		if v.Alias != nil && v.Alias.Kind == yaml.ScalarNode {
-			p.secretValue(v.Alias, depth+1)
-		} else if v.Alias != nil {
-			p.maskLeaves(v.Alias, depth+1)
+		if t := p.aliasTarget(v); t != nil && t.Kind == yaml.ScalarNode {
+			p.secretValue(t, depth+1)
+		} else if t != nil {
+			p.maskLeaves(t, depth+1)
 		}
 	default:
 		p.walk(v, true, depth)
 	}
 }
 
-// maskLeaves masks every scalar under n, following no aliases.
+// aliasTarget returns the node an alias names, once per pass (nil after
+// that, or for an alias without a target), so that cycles end.
+func (p *pass) aliasTarget(a *yaml.Node) *yaml.Node {
+	if a.Alias == nil || p.aliased[a.Alias] {
+		return nil
+	}
+	if p.aliased == nil {
+		p.aliased = map[*yaml.Node]bool{}
+	}
+	p.aliased[a.Alias] = true
+	return a.Alias
+}
+
+// maskLeaves masks every scalar under n, and under the anchors of the
+// aliases it holds.
 func (p *pass) maskLeaves(n *yaml.Node, depth int) {
-	if depth > maxDepth || n.Kind == yaml.AliasNode {
+	if depth > maxDepth {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if t := p.aliasTarget(n); t != nil {
+			p.maskLeaves(t, depth+1)
+		}
 		return
 	}
 	if n.Kind == yaml.ScalarNode {
@@ -283,6 +432,10 @@ func (p *pass) maskLeaves(n *yaml.Node, depth int) {
 func (p *pass) scalar(n *yaml.Node) {
 	if sopsValue.MatchString(n.Value) || n.Tag == "!vault" && ansibleVault.MatchString(n.Value) {
 		p.encrypted = true
+		return
+	}
+	if p.holdsSecret(n.Value) {
+		p.setMarker(n)
 		return
 	}
 	v := n.Value
@@ -326,12 +479,32 @@ func (p *pass) setMarker(n *yaml.Node) {
 		return
 	}
 	p.masked++
+	p.recordNode(n, 0)
 	n.Kind = yaml.ScalarNode
 	n.Tag = "!!str"
 	n.Value = Marker
 	n.Style = 0
 	n.Content = nil
 	n.Alias = nil
+}
+
+// recordNode records the values under n (not its mapping keys).
+func (p *pass) recordNode(n *yaml.Node, depth int) {
+	if n == nil || depth > maxDepth {
+		return
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		p.record(n.Value)
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.recordNode(n.Content[i], depth+1)
+		}
+	default:
+		for _, c := range n.Content {
+			p.recordNode(c, depth+1)
+		}
+	}
 }
 
 // field returns the scalar value of key in mapping n, or "".
@@ -352,20 +525,4 @@ func valueOf(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// namesSecret reports whether a key under a secret-looking key only names or
-// locates a secret (secretName, key, path, optional) rather than holding it.
-func namesSecret(key string) bool {
-	k := normalizeKey(key)
-	switch k {
-	case "key", "kind", "apiversion", "namespace", "optional", "items":
-		return true
-	}
-	for _, s := range notSecretSuffixes {
-		if strings.HasSuffix(k, s) {
-			return true
-		}
-	}
-	return false
 }
