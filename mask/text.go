@@ -39,7 +39,11 @@ var (
 	// and query strings: "Password=p;", "?user=u&password=p".
 	embeddedAssign = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(=)([^\s&;,'"<>]+)`)
 	// embeddedColon matches "key: value" inside a line.
-	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]]+)`)
+	// The value runs to the next delimiter, spaces included, so that a
+	// value folded onto one line with its continuation is masked whole.
+	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]](?:[^,;'"}\]]*[^\s,;'"}\]])?)`)
+	// secretData is a Secret's data or stringData key inside one line.
+	secretData = regexp.MustCompile(`\b(?:data|stringData)["']?[ \t]*:`)
 	// embeddedJSON matches "key": "value" pairs inside a line.
 	embeddedJSON = regexp.MustCompile(`"([^"\\]{1,128})"(\s*:\s*)"((?:[^"\\]|\\.)*)"`)
 	// blockIndicator is a YAML block scalar header, such as "|" or ">-".
@@ -59,6 +63,8 @@ var (
 	// docSeparator is a YAML document boundary: "---" at the start of a
 	// line, which YAML forbids inside any scalar.
 	docSeparator = regexp.MustCompile(`(?m)^---(?:[ \t][^\n]*)?\r?$`)
+	// base64Run is a run of text that may be base64 inside a line.
+	base64Run = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
 	// base64Value is a value that may be base64-encoded text.
 	base64Value = regexp.MustCompile(`^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`)
 )
@@ -229,6 +235,15 @@ func (p *pass) maskKeyBlock(block string) string {
 // written on it (env, properties, comments, "key": "value" lines), and
 // secret-looking key=value and key: value pairs inside it.
 func (p *pass) line(line string) string {
+	if !p.decoded && len(line) >= 16 {
+		line = base64Run.ReplaceAllStringFunc(line, func(run string) string {
+			if p.holdsSecret(run) {
+				p.masked++
+				return Marker
+			}
+			return run
+		})
+	}
 	if !strings.ContainsAny(line, ":=") {
 		return line
 	}

@@ -257,8 +257,10 @@ func (p *pass) comments(n *yaml.Node) {
 // mapping masks a mapping's keys and values: a Secret's data, a SealedSecret's
 // ciphertext, SOPS metadata, secret-looking keys and env-style name/value pairs.
 func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
-	kind, apiVersion, name := field(n, "kind"), field(n, "apiVersion"), field(n, "name")
-	isSecret := kind == "Secret" && (apiVersion == "" || apiVersion == "v1")
+	kind, name := field(n, "kind"), field(n, "name")
+	// Any kind: Secret counts, duplicate keys and other API groups
+	// included: masking more is the safe side.
+	isSecret := hasField(n, "kind", "Secret")
 	isSealed := kind == "SealedSecret"
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -434,7 +436,7 @@ func (p *pass) scalar(n *yaml.Node) {
 		p.encrypted = true
 		return
 	}
-	if p.holdsSecret(n.Value) {
+	if p.holdsSecret(n.Value) || heldManifest(n.Value) {
 		p.setMarker(n)
 		return
 	}
@@ -451,6 +453,14 @@ func (p *pass) scalar(n *yaml.Node) {
 		n.Value = nv
 		n.Tag = "!!str"
 	}
+}
+
+// heldManifest reports a one-line string holding a Secret with its data,
+// as YAML folded into a quoted or plain scalar becomes: its structure is
+// gone, so it is masked whole.
+func heldManifest(v string) bool {
+	return !strings.Contains(v, "\n") && secretKind.MatchString(v) && secretData.MatchString(v) &&
+		!strings.HasPrefix(strings.TrimSpace(v), "{")
 }
 
 // nestedJSON masks JSON held in a value, such as kubectl's
@@ -513,6 +523,18 @@ func field(n *yaml.Node, key string) string {
 		return v.Value
 	}
 	return ""
+}
+
+// hasField reports whether mapping n holds key with the scalar value, in any
+// of its entries.
+func hasField(n *yaml.Node, key, value string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == key && v.Kind == yaml.ScalarNode && v.Value == value {
+			return true
+		}
+	}
+	return false
 }
 
 func valueOf(n *yaml.Node, key string) *yaml.Node {
