@@ -46,11 +46,24 @@ func (r *chartRepo) Chart(_ context.Context, repoURL, chart, version string) (ma
 	return map[string][]byte{"redis/Chart.yaml": []byte("name: redis\n")}, nil
 }
 
+// maskAll masks the planted word hunter2 and reports it as a secret.
 type maskAll struct{}
 
-func (maskAll) File(_ string, b []byte) []byte { return b }
-func (maskAll) Manifests(b []byte) []byte {
-	return []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))
+func (maskAll) File(_ string, b []byte) MaskedText { return maskHunter(b) }
+func (maskAll) Manifests(b []byte) MaskedText     { return maskHunter(b) }
+func (maskAll) Redact(text string, secrets []string) string {
+	for _, s := range secrets {
+		text = strings.ReplaceAll(text, s, "<masked>")
+	}
+	return text
+}
+
+func maskHunter(b []byte) MaskedText {
+	m := MaskedText{Content: []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))}
+	if strings.Contains(string(b), "hunter2") {
+		m.Secrets = []string{"hunter2"}
+	}
+	return m
 }
 
 func TestManifests(t *testing.T) {

@@ -49,7 +49,20 @@ type RepoFetcher interface {
 
 // SecretMasker replaces secret values before anything leaves the server.
 type SecretMasker interface {
-	File(path string, content []byte) []byte
+	File(path string, content []byte) MaskedText
+	// Redact cuts secrets (values masking removed, each also in its
+	// encoded forms) from text.
+	Redact(text string, secrets []string) string
+}
+
+// MaskedText is masked content and the secret values masking removed from
+// it. One request collects the secrets of everything it masks — an app's
+// inputs (values files, the source's inline values) and its rendered
+// output — and cuts them from every other text it returns or logs (render
+// errors, notes, tool results): a tool's message may quote a value.
+type MaskedText struct {
+	Content []byte
+	Secrets []string
 }
 
 // RepoView is the repo tab and the chat read tools over the connected
@@ -221,7 +234,7 @@ func (s *RepoView) File(ctx context.Context, p Principal, clusterID, file, ref s
 		f.Content = masked
 		return f, nil
 	}
-	f.Content = string(s.Masker.File(name, body))
+	f.Content = string(s.Masker.File(name, body).Content)
 	if len(body) <= maxCachedFile {
 		s.files.get().Add(key, f.Content)
 	}

@@ -69,13 +69,29 @@ func storedRepoAuth(db *store.DB, keys *secretbox.Keyring) func(context.Context,
 	}
 }
 
+// fileMasker and manifestMasker are the masker as the service sees it: the
+// masked text with the secrets removed, which the request cuts from its
+// other texts through Redact.
 type fileMasker struct{ m *mask.Masker }
 
-func (f fileMasker) File(path string, content []byte) []byte { return f.m.File(path, content).Content }
+var (
+	_ service.SecretMasker   = fileMasker{}
+	_ service.ManifestMasker = manifestMasker{}
+)
+
+func (f fileMasker) File(path string, content []byte) service.MaskedText {
+	r := f.m.File(path, content)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (fileMasker) Redact(text string, secrets []string) string { return mask.Redactions(secrets).Apply(text) }
 
 type manifestMasker struct{ m *mask.Masker }
 
-func (f manifestMasker) Manifests(yaml []byte) []byte { return f.m.Manifests(yaml).Content }
+func (f manifestMasker) Manifests(yaml []byte) service.MaskedText {
+	r := f.m.Manifests(yaml)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
 
 // childRenderer renders in a child process of this binary.
 type childRenderer struct {
