@@ -245,6 +245,15 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool) (st
 		if kl.hasKey && kl.key == "name" {
 			nameCol, nameSecret = kl.col, isSecretKey(strings.Trim(stripComment(body), `"' `))
 		}
+		if !secret && inSecret {
+			if loc := secretData.FindStringIndex(l.text); loc != nil && loc[0] > kl.col {
+				// A Secret's data folded onto another key's line.
+				p.masked++
+				p.record(l.text[loc[1]:])
+				out = append(out, l.text[:loc[1]]+" "+Marker+l.cr)
+				continue
+			}
+		}
 		if !secret && !p.holdsSecret(strings.Trim(stripComment(body), `"'`)) {
 			out = append(out, p.line(l.text)+l.cr)
 			continue

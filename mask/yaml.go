@@ -455,12 +455,19 @@ func (p *pass) scalar(n *yaml.Node) {
 	}
 }
 
-// heldManifest reports a one-line string holding a Secret with its data,
-// as YAML folded into a quoted or plain scalar becomes: its structure is
-// gone, so it is masked whole.
+// heldManifest reports a string holding a Secret with its data on one line,
+// as YAML folded into a quoted, plain or folded scalar becomes: its
+// structure is gone, so it is masked whole.
 func heldManifest(v string) bool {
-	return !strings.Contains(v, "\n") && secretKind.MatchString(v) && secretData.MatchString(v) &&
-		!strings.HasPrefix(strings.TrimSpace(v), "{")
+	if strings.HasPrefix(strings.TrimSpace(v), "{") || !secretKind.MatchString(v) {
+		return false
+	}
+	for line := range strings.SplitSeq(v, "\n") {
+		if secretKind.MatchString(line) && secretData.MatchString(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // nestedJSON masks JSON held in a value, such as kubectl's
