@@ -11,7 +11,7 @@ import "strings"
 var secretWords = []string{
 	"passw", "passphrase", "secret", "token", "salt", "hmac", "signing",
 	"credential", "creds", "private", "connectionstring", "connstr", "dsn",
-	"certificate", "keystore",
+	"certificate",
 }
 
 // secretExact are key names that are secrets only when they are the whole key.
@@ -19,7 +19,7 @@ var secretExact = []string{"pass", "pwd", "pw", "auth", "authorization", "htpass
 
 // secretBodySuffixes end key names that hold a certificate or key body:
 // "tls.crt", "server.pem", "client.p12".
-var secretBodySuffixes = []string{"crt", "cert", "pem", "p12", "pfx", "jks"}
+var secretBodySuffixes = []string{"crt", "cert", "pem", "p12", "pfx", "jks", "keystore"}
 
 // notSecretKeyCompounds end key names that end in "key" without holding
 // one: a public key, or a key in the sense of a field or label name.
@@ -58,6 +58,11 @@ func isSecretKey(key string) bool {
 	if strings.HasPrefix(k, "existing") {
 		return false
 	}
+	for _, s := range secretBodySuffixes {
+		if strings.HasSuffix(k, s) {
+			return true
+		}
+	}
 	for _, s := range notSecretSuffixes {
 		if strings.HasSuffix(k, s) {
 			return false
@@ -65,11 +70,6 @@ func isSecretKey(key string) bool {
 	}
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	for _, s := range secretBodySuffixes {
-		if strings.HasSuffix(k, s) {
 			return true
 		}
 	}
