@@ -1,6 +1,7 @@
 package mask
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -162,6 +163,13 @@ func templateOnly(t string) bool {
 	return true
 }
 
+var (
+	// anchorDef and aliasUse find YAML anchors and aliases (not the & of
+	// a query string or the * of a glob inside a word).
+	anchorDef = regexp.MustCompile(`(?m)(?:^|[ \t\[{,:-])&[^ \t\r\n,\[\]{}]+`)
+	aliasUse  = regexp.MustCompile(`(?m)(?:^|[ \t\[{,:-])\*[^ \t\r\n,\[\]{}]+`)
+)
+
 // hasLiteral reports a template line that holds a string literal, which
 // may be a secret (default "...").
 func hasLiteral(t string) bool { return strings.ContainsAny(t, "\"'`") }
@@ -171,7 +179,7 @@ func hasLiteral(t string) bool { return strings.ContainsAny(t, "\"'`") }
 func (p *pass) lines(s string, inSecret bool) string {
 	ls := splitLines(s)
 	var anchors map[string]bool
-	if strings.Contains(s, "&") && strings.Contains(s, "*") {
+	if anchorDef.MatchString(s) && aliasUse.MatchString(s) {
 		// Aliases met under secrets name anchors whose values must be
 		// masked where they are defined; an anchor's masked value may
 		// hold aliases in turn, so repeat while the set grows.
