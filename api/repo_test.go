@@ -54,7 +54,9 @@ func (f maskedFiles) Manifests(b []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-func (maskedFiles) Redact(text string, secrets []string) string { return mask.Redactions(secrets).Apply(text) }
+func (maskedFiles) Redact(text string, secrets []string) string {
+	return mask.Redactions(secrets).Apply(text)
+}
 
 // TestRepoRoutesValidate: the repo tab's routes and tools over a real Git
 // server, every answer validated against the OpenAPI document.

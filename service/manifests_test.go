@@ -50,7 +50,7 @@ func (r *chartRepo) Chart(_ context.Context, repoURL, chart, version string) (ma
 type maskAll struct{}
 
 func (maskAll) File(_ string, b []byte) MaskedText { return maskHunter(b) }
-func (maskAll) Manifests(b []byte) MaskedText     { return maskHunter(b) }
+func (maskAll) Manifests(b []byte) MaskedText      { return maskHunter(b) }
 func (maskAll) Redact(text string, secrets []string) string {
 	for _, s := range secrets {
 		text = strings.ReplaceAll(text, s, "<masked>")

@@ -35,7 +35,9 @@ func (m upperMasker) File(_ string, b []byte) MaskedText {
 	return maskHunter(b)
 }
 
-func (upperMasker) Redact(text string, secrets []string) string { return maskAll{}.Redact(text, secrets) }
+func (upperMasker) Redact(text string, secrets []string) string {
+	return maskAll{}.Redact(text, secrets)
+}
 
 func repoView(c Cluster, f RepoFetcher) *RepoView {
 	return &RepoView{Clusters: &oneCluster{c: c}, Fetcher: f, Masker: upperMasker{}}

@@ -84,7 +84,9 @@ func (f fileMasker) File(path string, content []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-func (fileMasker) Redact(text string, secrets []string) string { return mask.Redactions(secrets).Apply(text) }
+func (fileMasker) Redact(text string, secrets []string) string {
+	return mask.Redactions(secrets).Apply(text)
+}
 
 type manifestMasker struct{ m *mask.Masker }
 
