@@ -136,3 +136,32 @@ func TestManifests(t *testing.T) {
 		t.Errorf("unknown app: %v", err)
 	}
 }
+
+type notingRenderer struct{}
+
+func (notingRenderer) Render(context.Context, RenderInput) (RenderOutput, error) {
+	return RenderOutput{SourceType: "helm", Manifests: []byte("kind: Secret\ndata:\n  password: hunter2\n"),
+		Notes: []string{"a note quoting hunter2"}}, nil
+}
+
+// A note quoting a value masked in the output is cut like an error.
+func TestManifestNotesAreCutOfTheRequestsSecrets(t *testing.T) {
+	const repo = "https://github.com/org/gitops"
+	src := AppSource{RepoURL: repo, Path: "apps/web", Spec: json.RawMessage(`{"path":"apps/web"}`)}
+	web := Application{ID: "web", Name: "web", Namespace: "argocd", Sources: []AppSource{src},
+		Sync: AppSync{Revision: "abc", ComparedTo: []AppSource{src}}}
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web}}, 4, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &oneCluster{c: Cluster{ID: "c1", TeamID: "t1", AccessLevel: AccessFull, GitOpsRepo: repo}}
+	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
+		Masker: maskAll{}, Renderer: notingRenderer{}, ManifestMasker: maskAll{}}
+	m, err := view.Manifests(context.Background(), Principal{TeamID: "t1"}, "c1", "web")
+	if err != nil || len(m.Sources) != 1 || len(m.Sources[0].Notes) != 1 {
+		t.Fatalf("Manifests = %+v, %v", m, err)
+	}
+	if n := m.Sources[0].Notes[0]; n != "a note quoting <masked>" {
+		t.Errorf("note = %q", n)
+	}
+}
