@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/kukie/gitops-server/gitrepo"
 	"github.com/kukie/gitops-server/internal/gittest"
+	"github.com/kukie/gitops-server/internal/testclock"
 )
 
 // Issue 19: a pack is refused on what its objects declare they inflate to,
@@ -232,4 +234,71 @@ func commitObject(tree plumbing.Hash) []byte {
 	return []byte("tree " + tree.String() + "\n" +
 		"author gittest <gittest@example.com> 1767225600 +0000\n" +
 		"committer gittest <gittest@example.com> 1767225600 +0000\n\nhand-made pack\n")
+}
+
+// A refused fetch is remembered for 10 minutes by (Identity, commit,
+// limits): retries do not ask the Git server again; another commit,
+// other credentials or other limits do.
+func TestTreeRemembersRefusals(t *testing.T) {
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t)
+	small := repo.Commit(t, map[string]string{"ok.yaml": "kind: ConfigMap\n"}, "small")
+	big := repo.Commit(t, map[string]string{"ok.yaml": "kind: ConfigMap\n", "big.bin": zeros(64 << 10)}, "big")
+	h := repo.ServeHTTP(t, gittest.HTTPOptions{AllowAnyCommit: true})
+	clock := testclock.New(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	opts := gitrepo.Options{HTTPClient: h.Client(), Now: clock.Now, MaxFileBytes: 32 << 10}
+	f := gitrepo.New(opts)
+	remote := gitrepo.Remote{URL: h.URL}
+
+	fetches := func(remote gitrepo.Remote, commit string, f *gitrepo.Fetcher) (int, error) {
+		t.Helper()
+		before := h.Counts()
+		_, err := f.Tree(ctx, remote, "", commit)
+		after := h.Counts()
+		if after.Packs-before.Packs != 0 && after.RefLists == before.RefLists {
+			t.Fatalf("a pack without a ref listing")
+		}
+		return after.RefLists - before.RefLists, err
+	}
+
+	n, err := fetches(remote, big, f)
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	if n != 1 {
+		t.Fatalf("the first Tree contacted the server %d times, want 1", n)
+	}
+	for _, step := range []time.Duration{0, time.Minute, 9*time.Minute - time.Second} {
+		clock.Advance(step)
+		n, err := fetches(remote, big, f)
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+		if n != 0 {
+			t.Fatalf("a retry within 10 minutes contacted the server %d times", n)
+		}
+	}
+
+	// Another commit of the same remote is fetched.
+	if n, err := fetches(remote, small, f); err != nil || n != 1 {
+		t.Fatalf("another commit: %d contacts, %v; want 1, nil", n, err)
+	}
+	// Other credentials are another Identity: fetched.
+	other := gitrepo.Remote{URL: h.URL, Auth: gitrepo.Auth{Username: "someone-else"}}
+	if n, err := fetches(other, big, f); n != 1 || err == nil {
+		t.Fatalf("other credentials: %d contacts, %v; want 1, refused", n, err)
+	}
+	// Other limits: fetched, and within them the commit reads.
+	wider := opts
+	wider.MaxFileBytes = 1 * mib
+	if n, err := fetches(remote, big, gitrepo.New(wider)); err != nil || n != 1 {
+		t.Fatalf("other limits: %d contacts, %v; want 1, nil", n, err)
+	}
+
+	// Ten minutes after the refusal, it is fetched (and refused) again.
+	clock.Advance(time.Second)
+	n, err = fetches(remote, big, f)
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	if n != 1 {
+		t.Fatalf("after 10 minutes: %d contacts, want 1", n)
+	}
+	if n, _ := fetches(remote, big, f); n != 0 {
+		t.Fatalf("the new refusal is not remembered: %d contacts", n)
+	}
 }

@@ -18,6 +18,7 @@ import (
 type PackBuilder struct {
 	body  bytes.Buffer
 	count uint32
+	zw    *zlib.Writer
 }
 
 // Object appends a whole object and returns its id and its offset in the
@@ -44,6 +45,15 @@ func (p *PackBuilder) OffsetDelta(base int64, delta []byte) int64 {
 	return off
 }
 
+// RefDelta appends a delta against the object base (anywhere in the pack,
+// or not in it: a thin pack) and returns its offset.
+func (p *PackBuilder) RefDelta(base plumbing.Hash, delta []byte) int64 {
+	off := p.header(plumbing.REFDeltaObject, int64(len(delta)))
+	p.body.Write(base[:])
+	p.deflate(delta)
+	return off
+}
+
 func (p *PackBuilder) header(typ plumbing.ObjectType, size int64) int64 {
 	off := int64(12 + p.body.Len())
 	p.count++
@@ -57,9 +67,13 @@ func (p *PackBuilder) header(typ plumbing.ObjectType, size int64) int64 {
 }
 
 func (p *PackBuilder) deflate(data []byte) {
-	w := zlib.NewWriter(&p.body)
-	_, _ = w.Write(data)
-	_ = w.Close()
+	if p.zw == nil {
+		p.zw = zlib.NewWriter(&p.body)
+	} else {
+		p.zw.Reset(&p.body)
+	}
+	_, _ = p.zw.Write(data)
+	_ = p.zw.Close()
 }
 
 // Bytes returns the pack: header, objects and checksum.
