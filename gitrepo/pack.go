@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -263,6 +264,11 @@ func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
 	}
 	if int64(len(data)) != d.target {
 		return fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
+	}
+	if cap(data) > len(data)+len(data)/8 {
+		// PatchDelta's buffer grew by doubling: a file kept in a cached
+		// tree would hold up to twice its size.
+		data = bytes.Clone(data)
 	}
 	p.b.budget.inflated.add(int64(len(data)))
 	return p.store(d.offset, o.typ, data)
