@@ -74,8 +74,8 @@ var errIncompletePack = errors.New("the pack holds deltas without their base")
 // budget as it is produced. go-git's Parser is not used because it keeps
 // every delta's instructions in memory, unbounded, until the whole pack
 // is read; here a delta is applied as soon as its base is in the store.
-// Nothing but the store (whose bytes the budget bounds) outlives one
-// object.
+// Nothing but the store and the deltas still waiting for their base (both
+// within the budget) outlives one object.
 func readPack(r io.Reader, b packBounds) (*objectStore, error) {
 	sc := packfile.NewScanner(r)
 	_, count, err := sc.Header()
