@@ -71,6 +71,10 @@ type config struct {
 	// (KUKIE_REPO_CACHE_BYTES, default 1 GiB).
 	RepoCacheDir   string
 	RepoCacheBytes int64
+	// RepoMaxFetchBytes bounds what the objects of one repository fetch
+	// inflate to, deepening included (KUKIE_REPO_MAX_FETCH_BYTES, default
+	// 1 GiB).
+	RepoMaxFetchBytes int64
 
 	// SecretKeys seals and opens stored repository secrets
 	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
@@ -207,6 +211,14 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		}
 		c.RepoCacheBytes = n
 	}
+	c.RepoMaxFetchBytes = 1 << 30
+	if s := strings.TrimSpace(getenv("KUKIE_REPO_MAX_FETCH_BYTES")); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1<<20 {
+			return c, &configError{"KUKIE_REPO_MAX_FETCH_BYTES", "must be a whole number of bytes, at least 1048576"}
+		}
+		c.RepoMaxFetchBytes = n
+	}
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
 	}
@@ -319,6 +331,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("render_timeout", c.RenderTimeout.String()),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
+		slog.Int64("repo_max_fetch_bytes", c.RepoMaxFetchBytes),
 	)
 }
 

@@ -55,6 +55,8 @@ func TestConfigErrors(t *testing.T) {
 		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
+		{"RepoMaxFetchBytesTiny", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1048575"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
+		{"RepoMaxFetchBytesNotANumber", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1GiB"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -209,5 +211,34 @@ func TestConfigDocumented(t *testing.T) {
 				t.Errorf("%s names %s, which the server does not read", doc.name, v)
 			}
 		}
+	}
+}
+
+// KUKIE_REPO_MAX_FETCH_BYTES defaults to 1 GiB, reads whole bytes and is
+// logged.
+func TestConfigRepoMaxFetchBytes(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	for _, c := range []struct {
+		name, set string
+		want      int64
+	}{{"Default", "", 1 << 30}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}} {
+		t.Run(c.name, func(t *testing.T) {
+			env["KUKIE_REPO_MAX_FETCH_BYTES"] = c.set
+			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RepoMaxFetchBytes != c.want {
+				t.Errorf("RepoMaxFetchBytes = %d, want %d", cfg.RepoMaxFetchBytes, c.want)
+			}
+			var logged strings.Builder
+			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
+			if want := fmt.Sprintf("config.repo_max_fetch_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
+				t.Errorf("logged %q, want %q in it", logged.String(), want)
+			}
+		})
 	}
 }

@@ -42,7 +42,7 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
 	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
-		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes})
+		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes})
 	if err := fetcher.CacheDirErr(); err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
