@@ -22,6 +22,7 @@ const (
 	VerdictIgnored      = "ignored"      // verified, but nothing to do (Reason says why)
 	VerdictConfirming   = "confirming"   // a subscription of an allowed topic: being confirmed
 	VerdictPending      = "pending"      // a subscription of a topic no account lists yet: kept for 3 days
+	VerdictDeferred     = "deferred"
 	VerdictDisconnected = "disconnected" // unsubscribed, or the stack deleted: the account is disconnected
 	VerdictMalformed    = "malformed"    // 400
 	VerdictRejected     = "rejected"     // 403
