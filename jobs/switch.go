@@ -206,7 +206,7 @@ type catchupWorker struct {
 }
 
 func (w *catchupWorker) Work(ctx context.Context, _ *river.Job[catchupArgs]) error {
-	// Verified subscriptions of topics no account listed in time go.
+	// Pending subscriptions of topics no account listed in time go.
 	if _, err := w.store.DeleteExpiredPendingSubscriptions(ctx, time.Now()); err != nil {
 		return err
 	}

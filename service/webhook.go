@@ -61,7 +61,9 @@ const (
 const reasonResubscribed = "Kukie receives the stack's notifications again; the stack is being read."
 
 // Webhook takes SNS deliveries of customers' CloudFormation stack events:
-// each verified and bound to its account before anything is stored.
+// each verified and bound to its account before anything is stored, but
+// for the subscriptions of topics no account lists yet, which are kept
+// unverified (and bounded) for their confirmation job to verify.
 type Webhook struct {
 	Store    SwitchStore
 	Accounts AccountStore
