@@ -74,6 +74,37 @@ func TestSNSWebhookForgedSubscriptionsConnectNowhere(t *testing.T) {
 		t.Errorf("forged subscriptions of unlisted topics reached the network: CONNECTs %q, %d certificate requests", targets, fetches)
 	}
 	f.wantEffects(snsEffects{Pending: 10, State: service.AccountActive})
+
+	// Larger than any SubscriptionConfirmation SNS sends: not kept.
+	big := f.host.SubscriptionConfirmation("arn:aws:sns:us-east-1:210987654321:forged-big")
+	big.Message += strings.Repeat(" ", service.MaxDeferredBody)
+	f.wantRefused(f.deliver(forge(t, big), nil), 403, "sns_rejected", "too_large")
+	// A stale or future one, a bad certificate URL or SubscribeURL: refused
+	// without network either.
+	for _, tt := range []struct {
+		reason string
+		change func(*sns.Message)
+	}{
+		{"stale", func(m *sns.Message) {
+			m.Timestamp = f.clock.Now().Add(-sns.DefaultMaxAge - time.Second).Format(snsTimeLayout)
+		}},
+		{"future", func(m *sns.Message) {
+			m.Timestamp = f.clock.Now().Add(sns.MaxFutureSkew + time.Second).Format(snsTimeLayout)
+		}},
+		{"cert_url", func(m *sns.Message) { m.SigningCertURL = "https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-ab.pem" }},
+		{"subscribe_url", func(m *sns.Message) { m.SubscribeURL += "&Endpoint=https://evil.example/" }},
+	} {
+		m := f.host.SubscriptionConfirmation("arn:aws:sns:us-east-1:210987654321:forged-" + tt.reason)
+		tt.change(&m)
+		f.wantRefused(f.deliver(forge(t, m), nil), 403, "sns_rejected", tt.reason)
+	}
+	unknownRegion := f.host.SubscriptionConfirmation("arn:aws:sns:us-east-1:210987654321:forged")
+	unknownRegion.TopicARN = "arn:aws:sns:us-east-9:210987654321:forged" // not a region the AWS SDK knows
+	f.wantRefused(f.deliver(forge(t, unknownRegion), nil), 400, "sns_malformed", "topic_arn")
+	if targets, fetches := f.host.ConnectTargets(), f.host.CertFetches(); len(targets) != 0 || fetches != 0 {
+		t.Errorf("refused subscriptions reached the network: CONNECTs %q, %d certificate requests", targets, fetches)
+	}
+	f.wantEffects(snsEffects{Pending: 10, State: service.AccountActive})
 }
 
 // TestSNSWebhookDeferredVerifiedWhenListed: a deferred subscription is
