@@ -91,7 +91,9 @@ func TestSNSWebhookForgedSubscriptionsConnectNowhere(t *testing.T) {
 		{"future", func(m *sns.Message) {
 			m.Timestamp = f.clock.Now().Add(sns.MaxFutureSkew + time.Second).Format(snsTimeLayout)
 		}},
-		{"cert_url", func(m *sns.Message) { m.SigningCertURL = "https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-ab.pem" }},
+		{"cert_url", func(m *sns.Message) {
+			m.SigningCertURL = "https://sns.us-east-1.amazonaws.com.evil.example/SimpleNotificationService-ab.pem"
+		}},
 		{"subscribe_url", func(m *sns.Message) { m.SubscribeURL += "&Endpoint=https://evil.example/" }},
 	} {
 		m := f.host.SubscriptionConfirmation("arn:aws:sns:us-east-1:210987654321:forged-" + tt.reason)
