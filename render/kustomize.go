@@ -398,17 +398,6 @@ func refusePlugins(docs []byte, field, file string) *Error {
 	return nil
 }
 
-func stringList(v any) []string {
-	list, _ := v.([]any)
-	var out []string
-	for _, item := range list {
-		if s, ok := item.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // looksRemote reports whether a kustomize reference that is not in the tree
 // names a URL kustomize would fetch (git or HTTP).
 func looksRemote(ref string) bool {
