@@ -80,7 +80,8 @@ const rlimInfinity = ^uint64(0)
 
 // RunChild renders req in a child process, `binary args...` (in production the
 // server's own executable with "render"), with an empty environment except an
-// unreachable proxy, in its own process group, under lim. A timeout or an
+// unreachable proxy and the sandbox's layers, in its own process group, under
+// lim (and in lim.Sandbox). A timeout or an
 // oversized output is a Result with a render_failed error; the returned error
 // is for failures to run the child at all and for ctx ending.
 func RunChild(ctx context.Context, binary string, args []string, req Request, lim Limits) (Result, error) {

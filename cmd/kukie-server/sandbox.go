@@ -23,6 +23,10 @@ func renderSandbox(ctx context.Context, mode render.SandboxMode, binary string, 
 	if rep.Sandbox.NoSeccomp && mode == render.SandboxAuto {
 		level = slog.LevelWarn
 	}
-	log.Log(ctx, level, "render sandbox", "mode", string(rep.Mode), "layers", rep.Sandbox.Layers(), "missing", rep.Missing)
+	attrs := []any{"mode", string(rep.Mode), "layers", rep.Sandbox.Layers()}
+	if len(rep.Missing) > 0 {
+		attrs = append(attrs, "missing", rep.Missing)
+	}
+	log.Log(ctx, level, "render sandbox", attrs...)
 	return rep.Sandbox, nil
 }
