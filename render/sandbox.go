@@ -69,10 +69,11 @@ func (s Sandbox) Layers() []string {
 	return layers
 }
 
-// sandboxEnvVar carries the layers to the child, whose environment is
-// otherwise empty: "seccomp" in it (or the variable missing) makes the child
-// install its filter before it reads the request.
-const sandboxEnvVar = "KUKIE_RENDER_SANDBOX"
+// sandboxEnvVar carries the layers (Sandbox.Layers, comma-separated) to the
+// child, whose environment is otherwise empty: "seccomp" in it, or the
+// variable missing, makes the child install its filter before it reads the
+// request. It is not the server's KUKIE_RENDER_SANDBOX, which names a mode.
+const sandboxEnvVar = "KUKIE_RENDER_LAYERS"
 
 // ReasonSandboxUnavailable is the Error.Reason of a child that could not
 // install the sandbox it was asked for; it renders nothing.
