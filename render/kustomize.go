@@ -208,7 +208,10 @@ func editKustomization(t tree, appPath string, data []byte, opts *Kustomize) ([]
 	}
 	if len(opts.Components) > 0 {
 		components, _ := k["components"].([]any)
-		for _, c := range opts.Components {
+		for i, c := range opts.Components {
+			if looksRemote(c) {
+				return nil, remoteRefused("", fmt.Sprintf("kustomize.components[%d]", i), redactRef(c))
+			}
 			p, ok := join(appPath, c)
 			if !ok || !(t.isDir(p) || t.isFile(p)) {
 				return nil, failed("kustomize component %s does not exist", c)
@@ -316,8 +319,9 @@ func addLabelsWithoutSelector(k map[string]any, pairs map[string]string, include
 
 // refuseUnsupported walks the kustomizations reachable from dir and refuses
 // what would reach the network or run code: remote references in any field
-// (render_failed, "remote content is not loaded"), helmCharts, and generators/transformers/validators that are not kustomize
-// builtins (exec and container KRM functions, Go and exec plugins).
+// (render_failed, "remote content is not loaded"), helmCharts, and
+// generators/transformers/validators that are not kustomize builtins (exec
+// and container KRM functions, Go and exec plugins).
 func refuseUnsupported(t tree, dir string, seen map[string]bool) *Error {
 	if seen[dir] {
 		return nil

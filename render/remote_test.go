@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -99,6 +100,19 @@ func TestRemoteReferencesNeverConnect(t *testing.T) {
 			assertNotContains(t, string(res.Manifests), leaked)
 		})
 	}
+	t.Run("AppComponent", func(t *testing.T) {
+		files := map[string][]byte{"app/kustomization.yaml": []byte("resources: [" + cm + "]\n"), "app/" + cm: []byte(cmFile)}
+		res := runInChild(t, Request{Files: files, Source: Source{Path: "app", Kustomize: &Kustomize{Components: []string{url + "/component"}}}}, Limits{Timeout: time.Minute})
+		assertErrorCode(t, res, CodeRenderFailed, "")
+		assertContains(t, res.Error.Message, "kustomize.components[0]: remote content is not loaded")
+	})
+	t.Run("AppPatchPath", func(t *testing.T) {
+		files := map[string][]byte{"app/kustomization.yaml": []byte("resources: [" + cm + "]\n"), "app/" + cm: []byte(cmFile)}
+		patch := json.RawMessage(`{"path":"` + url + `/patch.yaml"}`)
+		res := runInChild(t, Request{Files: files, Source: Source{Path: "app", Kustomize: &Kustomize{Patches: []json.RawMessage{patch}}}}, Limits{Timeout: time.Minute})
+		assertErrorCode(t, res, CodeRenderFailed, "")
+		assertContains(t, res.Error.Message, "patches[0].path: remote content is not loaded")
+	})
 	t.Run("HelmValueFile", func(t *testing.T) {
 		req := Request{Files: MustLoadRepo(t, "helm"), AppName: "shop",
 			Source: Source{Path: "charts/web", Helm: &Helm{ValueFiles: []string{"values.yaml", cmdline}}}}
