@@ -14,13 +14,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // dialChildMain is a test-only child (KUKIE_RENDER_TEST_CHILD=dial): it
 // enters the sandbox exactly as ChildMain does, then tries the network the
 // way a library that bypassed kustomize's loader would, as the request's
 // AppName says ("raw tcp|unix ADDR" dials directly, "http ADDR" uses
-// http.Get, "resolve NAME" the default resolver). The Result's notes are the
+// http.Get, "resolve NAME" the default resolver, "kustomize URL" builds a
+// kustomization generating from URL with no refusal before the build). The Result's notes are the
 // outcome: "connected", or the errno and the error.
 func dialChildMain(stdin io.Reader, stdout io.Writer) int {
 	// The dial runs on a thread that exists before the filter is installed:
@@ -68,6 +72,14 @@ func dial(what string) error {
 		return err
 	case "resolve":
 		_, err := net.DefaultResolver.LookupHost(context.Background(), f[1])
+		return err
+	case "kustomize":
+		// kustomize's own loader, without refuseUnsupported before it.
+		fs := filesys.MakeFsInMemory()
+		if err := fs.WriteFile("/app/kustomization.yaml", []byte("configMapGenerator: [{name: c, files: ["+f[1]+"]}]\n")); err != nil {
+			return err
+		}
+		_, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/app")
 		return err
 	}
 	return errors.New("unknown dial " + what)
@@ -119,6 +131,7 @@ func TestSandboxLayers(t *testing.T) {
 	}{
 		{name: "NoLayerConnects", sandbox: transportOnly, what: "raw tcp " + addr, want: "connected", reached: 1},
 		{name: "TransportRefusesHTTP", sandbox: transportOnly, what: "http " + addr, want: "remote content is not loaded"},
+		{name: "TransportRefusesKustomizeLoader", sandbox: transportOnly, what: "kustomize http://" + addr + "/cmdline", want: "remote content is not loaded"},
 		{name: "ResolverRefuses", sandbox: transportOnly, what: "resolve kukie-sandbox-probe.example.com", want: "remote content is not loaded"},
 		{name: "SeccompRefusesTCP", sandbox: Sandbox{}, what: "raw tcp " + addr, errno: syscall.EPERM},
 		{name: "SeccompRefusesUnix", sandbox: Sandbox{}, what: "raw unix " + sock, errno: syscall.EPERM},
