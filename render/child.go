@@ -24,6 +24,9 @@ type Limits struct {
 	// MaxMemoryBytes is the child's address-space limit (RLIMIT_AS); it must
 	// leave room for the Go runtime's reservations. Zero means no limit.
 	MaxMemoryBytes int64
+	// Sandbox keeps the child off the network (ProbeSandbox finds what the
+	// host allows); the zero value is seccomp without a namespace.
+	Sandbox Sandbox
 }
 
 // unreachableProxy is where the child's HTTP clients would send any request:
@@ -46,6 +49,10 @@ var childEnv = []string{
 // stdin, renders it and writes one JSON Result to stdout. It returns the
 // process exit code.
 func ChildMain(stdin io.Reader, stdout io.Writer) int {
+	if err := enterSandbox(os.Getenv(sandboxEnvVar)); err != nil {
+		_ = json.NewEncoder(stdout).Encode(Result{Error: &Error{Code: CodeRenderFailed, Reason: ReasonSandboxUnavailable, Message: err.Error()}})
+		return 2
+	}
 	var req Request
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
 		_ = json.NewEncoder(stdout).Encode(Result{Error: failed("reading render request: %v", err)})
@@ -73,7 +80,8 @@ const rlimInfinity = ^uint64(0)
 
 // RunChild renders req in a child process, `binary args...` (in production the
 // server's own executable with "render"), with an empty environment except an
-// unreachable proxy, in its own process group, under lim. A timeout or an
+// unreachable proxy and the sandbox's layers, in its own process group, under
+// lim (and in lim.Sandbox). A timeout or an
 // oversized output is a Result with a render_failed error; the returned error
 // is for failures to run the child at all and for ctx ending.
 func RunChild(ctx context.Context, binary string, args []string, req Request, lim Limits) (Result, error) {
@@ -93,6 +101,7 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	// Its own group, so a kill reaches anything it starts; killed with the
 	// server should the server die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	applySandbox(cmd, lim.Sandbox)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return Result{}, err

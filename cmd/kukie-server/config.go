@@ -19,6 +19,7 @@ import (
 	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/netguard"
+	"github.com/kukie/gitops-server/render"
 	"github.com/kukie/gitops-server/secretbox"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
@@ -63,6 +64,9 @@ type config struct {
 	// (KUKIE_RENDER_TIMEOUT).
 	GitAllowedPrivateHosts []string
 	RenderTimeout          time.Duration
+	// RenderSandbox is which layers keep render children off the network
+	// (KUKIE_RENDER_SANDBOX: auto, seccomp or namespace).
+	RenderSandbox render.SandboxMode
 	// TrustedProxies are the load balancers or ingress controllers whose
 	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
 	TrustedProxies api.TrustedProxies
@@ -203,6 +207,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
+	if c.RenderSandbox, err = render.ParseSandboxMode(getenv("KUKIE_RENDER_SANDBOX")); err != nil {
+		return c, &configError{"KUKIE_RENDER_SANDBOX", "must be auto, seccomp or namespace"}
+	}
 	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
 	if s := strings.TrimSpace(getenv("KUKIE_REPO_CACHE_BYTES")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -329,6 +336,7 @@ func (c config) LogValue() slog.Value {
 		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
 		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.String("render_timeout", c.RenderTimeout.String()),
+		slog.String("render_sandbox", string(c.RenderSandbox)),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
 		slog.Int64("repo_max_fetch_bytes", c.RepoMaxFetchBytes),

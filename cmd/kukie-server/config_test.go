@@ -54,6 +54,7 @@ func TestConfigErrors(t *testing.T) {
 		{"AllowedHostWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.internal:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
 		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
+		{"RenderSandboxUnknown", map[string]string{"KUKIE_RENDER_SANDBOX": "off"}, "KUKIE_RENDER_SANDBOX"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
 		{"RepoMaxFetchBytesTiny", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1048575"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
 		{"RepoMaxFetchBytesNotANumber", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1GiB"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
@@ -91,7 +92,7 @@ func TestConfigDefaultsAndMasking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.AdminAddr != ":9090" || cfg.MigrateOnStart {
+	if cfg.HTTPAddr != ":8080" || cfg.AdminAddr != ":9090" || cfg.MigrateOnStart || cfg.RenderSandbox != "auto" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	logged := cfg.LogValue().String()

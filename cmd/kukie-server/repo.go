@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -27,8 +28,9 @@ const (
 // newRepoView builds the repo tab: Git and Helm repositories through the
 // one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
-// this binary (`kukie-server render`).
-func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+// this binary (`kukie-server render`) in the sandbox KUKIE_RENDER_SANDBOX
+// finds at start.
+func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -41,6 +43,10 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
 	}
+	sandbox, err := renderSandbox(ctx, cfg.RenderSandbox, exe, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
 		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes})
 	if err := fetcher.CacheDirErr(); err != nil {
@@ -50,7 +56,7 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
-		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
+		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory, Sandbox: sandbox}},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil
 }

@@ -281,7 +281,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		}
 	}()
 	argo := &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db}
-	repoView, repos, err := newRepoView(cfg, db, argo, reader)
+	repoView, repos, err := newRepoView(ctx, cfg, db, argo, reader, log)
 	if err != nil {
 		return err
 	}
