@@ -186,6 +186,8 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 			code = EUPSTREAM
 		case ReasonRefNotFound, ReasonPathNotFound:
 			code = ENOTFOUND
+		case ReasonRenderBusy:
+			return AppManifests{}, ErrRenderBusy(s.Queue.RetryAfter())
 		}
 		return AppManifests{}, ReasonError(code, e.Code, e.Message)
 	}
@@ -266,10 +268,19 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
+		p := part
+		// Callers collapsed into this flight share one slot. The flight
+		// outlives any one caller, so neither the wait nor the render ends
+		// with the first caller's context.
+		release, err := s.Queue.Acquire(context.WithoutCancel(ctx), c.TeamID)
+		if err != nil {
+			p.Error = &SourceError{Code: ReasonRenderBusy, Message: ErrorMessage(err)}
+			return p, nil // not cached: the next request queues again
+		}
+		defer release()
 		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
 			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
 			KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
-		p := part
 		switch {
 		case err != nil:
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
@@ -300,7 +311,11 @@ func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, ap
 	for _, src := range m.Sources {
 		b.WriteString("# " + src.RepoURL + " " + src.Path + " @ " + shortCommit(src.Commit) + " (" + src.SourceType + ")\n")
 		if src.Error != nil {
-			b.WriteString("# " + src.Error.Code + ": " + src.Error.Message + "\n")
+			msg := src.Error.Message
+			if src.Error.Code == ReasonRenderBusy {
+				msg = renderBusyText(lang)
+			}
+			b.WriteString("# " + src.Error.Code + ": " + msg + "\n")
 			continue
 		}
 		b.WriteString(src.Manifests)
