@@ -29,7 +29,7 @@ func ChildMemoryLimit(containerLimit uint64, goMemLimit int64, concurrency int) 
 	if concurrency < 1 {
 		return 0, fmt.Errorf("KUKIE_RENDER_CONCURRENCY must be at least 1, not %d", concurrency)
 	}
-	if containerLimit == 0 || containerLimit >= math.MaxInt64 {
+	if containerLimit == 0 || containerLimit >= unlimitedCgroup {
 		return DefaultChildMemoryBytes, nil
 	}
 	left := int64(0)
@@ -45,6 +45,10 @@ func ChildMemoryLimit(containerLimit uint64, goMemLimit int64, concurrency int) 
 	}
 	return min(share, DefaultChildMemoryBytes), nil
 }
+
+// unlimitedCgroup: cgroup v1 reports "no limit" as a page-rounded
+// MaxInt64; anything from 4 EiB up is no limit.
+const unlimitedCgroup = 1 << 62
 
 func mib(n int64) string {
 	if n == math.MaxInt64 {

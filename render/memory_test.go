@@ -19,6 +19,7 @@ func TestChildMemoryLimit(t *testing.T) {
 		{"NoContainerLimit", 0, math.MaxInt64, 4, DefaultChildMemoryBytes, false},
 		{"NoContainerLimitWithGOMEMLIMIT", 0, gib, 4, DefaultChildMemoryBytes, false},
 		{"UnlimitedCgroup", math.MaxUint64, math.MaxInt64, 2, DefaultChildMemoryBytes, false},
+		{"UnlimitedCgroupV1", 9223372036854771712, math.MaxInt64, 2, DefaultChildMemoryBytes, false},
 		{"ProductionOverlay", 2 * gib, gib, 2, 512 << 20, false},
 		{"SharedByConcurrency", 4 * gib, gib, 6, 512 << 20, false},
 		{"OneRenderCappedAtDefault", 16 * gib, gib, 1, DefaultChildMemoryBytes, false},

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,12 @@ type config struct {
 	// (KUKIE_RENDER_TIMEOUT).
 	GitAllowedPrivateHosts []string
 	RenderTimeout          time.Duration
+	// RenderConcurrency is how many renders run at once per replica
+	// (KUKIE_RENDER_CONCURRENCY, default GOMAXPROCS, which follows the
+	// container's CPU limit); RenderQueueTimeout is how long a render waits
+	// for a slot before render_busy (KUKIE_RENDER_QUEUE_TIMEOUT).
+	RenderConcurrency  int
+	RenderQueueTimeout time.Duration
 	// TrustedProxies are the load balancers or ingress controllers whose
 	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
 	TrustedProxies api.TrustedProxies
@@ -85,6 +92,10 @@ const (
 	maxClusterQPS   = 1000
 	maxClusterBurst = 2000
 )
+
+// maxRenderConcurrency bounds KUKIE_RENDER_CONCURRENCY: each render is a
+// child process with its own memory share.
+const maxRenderConcurrency = 256
 
 // configError names the variable that is wrong; its text is the one line
 // the process prints before exiting.
@@ -121,6 +132,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		ReconcileInterval:  jobs.DefaultReconcileInterval,
 		SNSMaxMessageAge:   sns.DefaultMaxAge,
 		RenderTimeout:      60 * time.Second,
+		RenderConcurrency:  runtime.GOMAXPROCS(0),
+		RenderQueueTimeout: service.DefaultRenderQueueTimeout,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -206,6 +219,20 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 			return c, &configError{"KUKIE_REPO_CACHE_BYTES", "must be a whole number of bytes, at least 1048576"}
 		}
 		c.RepoCacheBytes = n
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CONCURRENCY")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRenderConcurrency {
+			return c, &configError{"KUKIE_RENDER_CONCURRENCY", fmt.Sprintf("must be a whole number from 1 to %d", maxRenderConcurrency)}
+		}
+		c.RenderConcurrency = n
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_RENDER_QUEUE_TIMEOUT")); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil || v <= 0 {
+			return c, &configError{"KUKIE_RENDER_QUEUE_TIMEOUT", "must be a duration above zero such as 10s"}
+		}
+		c.RenderQueueTimeout = v
 	}
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports: " + err.Error()}
@@ -317,6 +344,8 @@ func (c config) LogValue() slog.Value {
 		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
 		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.String("render_timeout", c.RenderTimeout.String()),
+		slog.Int("render_concurrency", c.RenderConcurrency),
+		slog.String("render_queue_timeout", c.RenderQueueTimeout.String()),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
 	)

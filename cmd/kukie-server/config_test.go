@@ -54,6 +54,11 @@ func TestConfigErrors(t *testing.T) {
 		{"AllowedHostWithPort", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.internal:22"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
 		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
+		{"RenderConcurrencyZero", map[string]string{"KUKIE_RENDER_CONCURRENCY": "0"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderConcurrencyNotANumber", map[string]string{"KUKIE_RENDER_CONCURRENCY": "many"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderConcurrencyTooHigh", map[string]string{"KUKIE_RENDER_CONCURRENCY": "257"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderQueueTimeoutZero", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "0s"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
+		{"RenderQueueTimeoutNotDuration", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "10"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
 	}
 	for _, c := range cases {

@@ -17,10 +17,10 @@ import (
 	"github.com/kukie/gitops-server/store"
 )
 
-// Render limits of the child process besides KUKIE_RENDER_TIMEOUT.
+// Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
+// memory share (renderChildLimits).
 const (
 	renderMaxOutput = 64 << 20
-	renderMaxMemory = 3 << 30 // address space: the Go runtime needs headroom
 	gitFetchTimeout = 2 * time.Minute
 )
 
@@ -28,7 +28,7 @@ const (
 // one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
 // this binary (`kukie-server render`).
-func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, limits render.Limits) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -50,7 +50,7 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
-		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
+		Renderer:       childRenderer{binary: exe, limits: limits},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil
 }
