@@ -203,6 +203,8 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 			code = EUPSTREAM
 		case ReasonRefNotFound, ReasonPathNotFound:
 			code = ENOTFOUND
+		case ReasonRenderBusy:
+			return AppManifests{}, ErrRenderBusy(s.Queue.RetryAfter())
 		}
 		return AppManifests{}, ReasonError(code, e.Code, e.Message)
 	}
@@ -283,10 +285,19 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
+		p := part
+		// Callers collapsed into this flight share one slot. The flight
+		// outlives any one caller, so neither the wait nor the render ends
+		// with the first caller's context.
+		release, err := s.Queue.Acquire(context.WithoutCancel(ctx), c.TeamID)
+		if err != nil {
+			p.Error = &SourceError{Code: ReasonRenderBusy, Message: ErrorMessage(err)}
+			return p, nil // not cached: the next request queues again
+		}
+		defer release()
 		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
 			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
 			KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
-		p := part
 		switch {
 		case err != nil:
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
@@ -398,7 +409,11 @@ func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, ap
 		// masked manifests themselves.
 		b.WriteString(s.Masker.Redact("# "+src.RepoURL+" "+src.Path+" @ "+shortCommit(src.Commit)+" ("+src.SourceType+")", m.secrets) + "\n")
 		if src.Error != nil {
-			b.WriteString(s.Masker.Redact("# "+src.Error.Code+": "+src.Error.Message, m.secrets) + "\n")
+			msg := src.Error.Message
+			if src.Error.Code == ReasonRenderBusy {
+				msg = renderBusyText(lang)
+			}
+			b.WriteString(s.Masker.Redact("# "+src.Error.Code+": "+msg, m.secrets) + "\n")
 			continue
 		}
 		b.WriteString(src.Manifests)

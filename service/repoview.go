@@ -82,6 +82,8 @@ type RepoView struct {
 	// Versions gives the cluster's Kubernetes and API versions for Helm
 	// (nil: Helm's defaults).
 	Versions ClusterVersions
+	// Queue bounds concurrent renders fairly across teams (nil: unbounded).
+	Queue *RenderQueue
 
 	renders renderCache
 	files   fileCache
@@ -300,6 +302,14 @@ func notConnectedText(lang string) string {
 	return "레포를 연결하면 볼 수 있어요."
 }
 
+// renderBusyText is the tools' answer when renders are busy (render_busy).
+func renderBusyText(lang string) string {
+	if lang == "en" {
+		return "Renders are busy right now; try again shortly."
+	}
+	return "지금은 렌더링이 몰려 있어요. 잠시 후 다시 시도해 주세요."
+}
+
 // toolAnswer turns a result or a failure into a tool answer; tenancy and
 // validation failures stay errors.
 func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
@@ -307,6 +317,8 @@ func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
 		switch code := ErrorCode(err); {
 		case ErrorReason(err) == ReasonRepoNotConnected:
 			text = notConnectedText(lang)
+		case ErrorReason(err) == ReasonRenderBusy:
+			text = renderBusyText(lang)
 		case code == EVALIDATION || code == EINVALID || code == EUNAUTHENTICATED || code == EFORBIDDEN ||
 			ErrorReason(err) == "cluster_not_found":
 			return ToolAnswer{}, err

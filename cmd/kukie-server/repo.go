@@ -18,19 +18,19 @@ import (
 	"github.com/kukie/gitops-server/store"
 )
 
-// Render limits of the child process besides KUKIE_RENDER_TIMEOUT.
+// Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
+// memory share (renderChildLimits).
 const (
 	renderMaxOutput = 64 << 20
-	renderMaxMemory = 3 << 30 // address space: the Go runtime needs headroom
 	gitFetchTimeout = 2 * time.Minute
 )
 
 // newRepoView builds the repo tab: Git and Helm repositories through the
 // one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
-// this binary (`kukie-server render`) in the sandbox KUKIE_RENDER_SANDBOX
-// finds at start.
-func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+// this binary (`kukie-server render`) under limits, in the sandbox
+// KUKIE_RENDER_SANDBOX finds at start.
+func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, limits render.Limits, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -43,8 +43,7 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
 	}
-	sandbox, err := renderSandbox(ctx, cfg.RenderSandbox, exe, log)
-	if err != nil {
+	if limits.Sandbox, err = renderSandbox(ctx, cfg.RenderSandbox, exe, limits, log); err != nil {
 		return nil, nil, err
 	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
@@ -56,7 +55,7 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
-		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory, Sandbox: sandbox}},
+		Renderer:       childRenderer{binary: exe, limits: limits},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil
 }
