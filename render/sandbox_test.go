@@ -40,12 +40,12 @@ func dialChildMain(stdin io.Reader, stdout io.Writer) int {
 		_ = json.NewEncoder(stdout).Encode(Result{Error: &Error{Code: CodeRenderFailed, Reason: ReasonSandboxUnavailable, Message: err.Error()}})
 		return 2
 	}
-	var req Request
-	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
+	req, err := ReadRequest(stdin)
+	if err != nil {
 		return 1
 	}
 	what <- req.AppName
-	err := <-outcome
+	err = <-outcome
 	notes := []string{"connected"}
 	if err != nil {
 		var errno syscall.Errno
