@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -178,7 +180,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, deta
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kukie"`)
 	}
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
@@ -221,6 +223,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		fields = se.Fields
 		if se.Reason != "" && (wire.status < 500 || se.Code == service.EUPSTREAM || se.Code == service.EUNAVAILABLE) {
 			wire.code = se.Reason // a refined wire code, e.g. cluster_not_found
+		}
+		if se.RetryAfter > 0 && wire.status == http.StatusServiceUnavailable {
+			// Whole seconds, rounded up (render_busy: one queue timeout).
+			w.Header().Set("Retry-After", strconv.Itoa(int((se.RetryAfter+time.Second-1)/time.Second)))
 		}
 	}
 	// Clients get the code and a sentence; a cause (which may name a

@@ -44,8 +44,19 @@ func (renderHere) Render(_ context.Context, in service.RenderInput) (service.Ren
 
 type maskedFiles struct{ m *mask.Masker }
 
-func (f maskedFiles) File(p string, b []byte) []byte { return f.m.File(p, b).Content }
-func (f maskedFiles) Manifests(b []byte) []byte      { return f.m.Manifests(b).Content }
+func (f maskedFiles) File(p string, b []byte) service.MaskedText {
+	r := f.m.File(p, b)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (f maskedFiles) Manifests(b []byte) service.MaskedText {
+	r := f.m.Manifests(b)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (maskedFiles) Redact(text string, secrets []string) string {
+	return mask.Redactions(secrets).Apply(text)
+}
 
 // TestRepoRoutesValidate: the repo tab's routes and tools over a real Git
 // server, every answer validated against the OpenAPI document.

@@ -62,8 +62,9 @@ func (l *sourceLimiter) allow(host string) bool {
 // stack events. SNS authenticates by signature, so the route has no token;
 // it answers 400 for a body that is not an SNS message, 403 for one that
 // is not authentic, fresh or from an allowed topic (SNS does not retry
-// 4xx), 503 for a failure worth SNS's retry, and 200 with the verdict
-// otherwise. Bodies are never logged.
+// 4xx), 503 for a failure worth SNS's retry, 202 for a subscription kept
+// unverified (deferred), and 200 with the verdict otherwise. Bodies are
+// never logged.
 func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourceLimiter, proxies TrustedProxies) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !limiter.allow(proxies.ClientIP(r)) {
@@ -90,6 +91,10 @@ func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourc
 			return
 		}
 		d, err := webhook.Deliver(ctx, body, r.Header.Get("x-amz-sns-topic-arn"))
+		if err == nil && d.Verdict == service.VerdictDeferred {
+			encode(w, http.StatusAccepted, d) // kept, not verified yet
+			return
+		}
 		reply(w, r, log, d, err)
 	})
 }

@@ -84,6 +84,7 @@ type secretList struct {
 // snsOptions tune a fixture; the zero value is the production setting.
 type snsOptions struct {
 	fetchTimeout   time.Duration
+	fetchBurst     int // the certificate fetch bucket; 0: sns.DefaultFetchBurst
 	trustedProxies TrustedProxies
 }
 
@@ -145,7 +146,7 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 
 	f.host = snstest.StartHost(t, snsCA, snstest.HostOptions{Now: f.clock.Now})
 	f.host.SetEnv(t)
-	verifier, err := sns.New(sns.Options{Now: f.clock.Now, FetchTimeout: o.fetchTimeout})
+	verifier, err := sns.New(sns.Options{Now: f.clock.Now, FetchTimeout: o.fetchTimeout, FetchBurst: o.fetchBurst})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,8 +154,15 @@ func TestSNSWebhookSigningCertURL(t *testing.T) {
 			t.Errorf("certificate requests %d (want 1), redirect followed %d times (want 0)", hits, followed)
 		}
 		f.wantEffects(untouched)
-		// SNS retries; the failure was not cached.
+		// SNS retries 20 s apart: the failure is remembered 30 s, so the
+		// second retry fetches again.
 		f.host.SetCertMode(snstest.CertServe)
+		f.clock.Advance(20 * time.Second)
+		f.wantRefused(f.deliver(m, nil), 503, "sns_unavailable", "cert_redirect")
+		if hits := f.host.Hits(path); hits != 1 {
+			t.Errorf("certificate requests %d within 30 s of the failure, want 1", hits)
+		}
+		f.clock.Advance(20 * time.Second)
 		f.wantVerdict(f.deliver(m, nil), service.VerdictAccepted, "UPDATE_COMPLETE")
 		f.wantEffects(snsEffects{Messages: 1, SwitchJobs: 1, Desired: 1, State: service.AccountActive})
 	})
@@ -238,18 +245,22 @@ func TestSNSWebhookSubscriptionConfirmation(t *testing.T) {
 		})
 	}
 
-	// A subscription to a topic no account lists yet is verified fully,
-	// kept, and confirmed when an account lists the topic.
+	// A subscription to a topic no account lists yet passes the checks
+	// without network, is kept unverified (one per topic: the newest), and
+	// is verified and confirmed when an account lists the topic.
 	const laterTopic = "arn:aws:sns:us-east-1:210987654321:kukie-later"
 	badCert := f.host.SubscriptionConfirmation(laterTopic)
 	badCert.SigningCertURL = "https://evil.example" + f.host.CertPath()
 	f.wantRefused(f.deliver(f.host.Sign(badCert, sns.SignatureVersion1), nil), 403, "sns_rejected", "cert_url")
+	stale := f.host.SubscriptionConfirmation(laterTopic)
+	stale.Timestamp = f.clock.Now().Add(-sns.DefaultMaxAge - time.Second).Format(snsTimeLayout)
+	f.wantRefused(f.deliver(f.host.Sign(stale, sns.SignatureVersion1), nil), 403, "sns_rejected", "stale")
 	forged := f.host.Sign(f.host.SubscriptionConfirmation(laterTopic), sns.SignatureVersion1)
 	forged.MessageID = "0d1c2b3a-0000-4000-8000-000000000000"
-	f.wantRefused(f.deliver(forged, nil), 403, "sns_rejected", "signature")
+	f.wantDeferred(f.deliver(forged, nil)) // not verified yet: replaced by the genuine one below
 	pending := f.host.Sign(f.host.SubscriptionConfirmation(laterTopic), sns.SignatureVersion1)
-	f.wantVerdict(f.deliver(pending, nil), service.VerdictPending, "")
-	f.wantVerdict(f.deliver(pending, nil), service.VerdictPending, "") // SNS's retry
+	f.wantDeferred(f.deliver(pending, nil))
+	f.wantDeferred(f.deliver(pending, nil)) // SNS's retry
 	f.wantEffects(snsEffects{ConfirmJobs: 1, Pending: 1, State: service.AccountActive})
 
 	// A topic of another AWS account: its subscription is kept, but an
@@ -257,7 +268,7 @@ func TestSNSWebhookSubscriptionConfirmation(t *testing.T) {
 	// that topic's messages, so Kukie must not subscribe to it).
 	const foreignTopic = "arn:aws:sns:us-east-1:999999999999:kukie-foreign"
 	foreign := f.host.Sign(f.host.SubscriptionConfirmation(foreignTopic), sns.SignatureVersion1)
-	f.wantVerdict(f.deliver(foreign, nil), service.VerdictPending, "")
+	f.wantDeferred(f.deliver(foreign, nil))
 	f.wantEffects(snsEffects{ConfirmJobs: 1, Pending: 2, State: service.AccountActive})
 
 	later := f.createAccount("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "210987654321",
@@ -286,6 +297,7 @@ func TestSNSWebhookUnavailable(t *testing.T) {
 		f.wantRefused(f.deliver(m, nil), 503, "sns_unavailable", "cert_fetch")
 		f.wantEffects(untouched)
 		f.host.SetCertMode(snstest.CertServe)
+		f.clock.Advance(sns.FailureCacheTTL) // the failure is remembered until then
 		f.wantVerdict(f.deliver(m, nil), service.VerdictAccepted, "UPDATE_COMPLETE")
 	})
 	t.Run("CertificateHostHangs", func(t *testing.T) {
@@ -572,6 +584,7 @@ func TestSNSWebhookLogsNoSecrets(t *testing.T) {
 	f.wantRefused(f.deliver(f.host.Sign(f.host.UnsubscribeConfirmation(snsOtherTopic), sns.SignatureVersion2), nil),
 		503, "sns_unavailable", "cert_fetch")
 	f.host.SetCertMode(snstest.CertServe)
+	f.clock.Advance(sns.FailureCacheTTL) // the failure is remembered until then
 	accepted := f.stackStatus("UPDATE_COMPLETE")
 	f.wantVerdict(f.deliver(accepted, nil), service.VerdictAccepted, "UPDATE_COMPLETE")
 	tampered := f.stackStatus("UPDATE_COMPLETE")
@@ -582,8 +595,7 @@ func TestSNSWebhookLogsNoSecrets(t *testing.T) {
 	f.wantRefused(f.deliver(f.host.Sign(malicious, sns.SignatureVersion1), nil), 403, "sns_rejected", "subscribe_url")
 	f.wantVerdict(f.deliver(f.host.Sign(f.host.SubscriptionConfirmation(snsTopic), sns.SignatureVersion1), nil),
 		service.VerdictConfirming, "")
-	f.wantVerdict(f.deliver(f.host.Sign(f.host.SubscriptionConfirmation(snsUnknownTopic), sns.SignatureVersion1), nil),
-		service.VerdictPending, "")
+	f.wantDeferred(f.deliver(f.host.Sign(f.host.SubscriptionConfirmation(snsUnknownTopic), sns.SignatureVersion1), nil))
 	// A token SNS does not know: the job's confirmation is refused.
 	unknown := f.host.SubscriptionConfirmation(snsOtherTopic)
 	b := make([]byte, 64)

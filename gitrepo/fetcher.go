@@ -38,14 +38,29 @@ type Options struct {
 	// send a commit by id: the ref is fetched at each depth until the
 	// commit is in it. Default: 1, 50, 500.
 	DeepenSteps []int
-	// MaxFileBytes bounds one file. Default: 8 MiB.
+	// MaxFileBytes bounds one file, and every object of a pack (commits
+	// and trees too) on the size it declares, before it is inflated.
+	// Default: 8 MiB.
 	MaxFileBytes int64
-	// MaxTreeBytes bounds all files of a commit together. Default: 256 MiB.
+	// MaxTreeBytes bounds all files of a commit together; a pack of the
+	// commit alone is refused as soon as its blobs declare more. Default:
+	// 256 MiB.
 	MaxTreeBytes int64
 	// MaxFiles bounds the number of files and links. Default: 100,000.
 	MaxFiles int
-	// MaxPackBytes bounds the pack downloaded for one fetch. Default: 1 GiB.
+	// MaxPackBytes bounds the pack downloaded for one fetch, as sent
+	// (compressed). Default: 1 GiB.
 	MaxPackBytes int64
+	// MaxFetchBytes bounds what all the objects of one fetch inflate to —
+	// the fetch by id and every deepening step together, each object
+	// counted with 256 bytes of bookkeeping — so deepening into a long
+	// history stops there (KUKIE_REPO_MAX_FETCH_BYTES). It is also the
+	// most memory one fetch holds. Default: 1 GiB.
+	MaxFetchBytes int64
+	// RefusalTTL is how long a fetch refused by a limit is remembered: a
+	// Tree of the same (Identity, commit) under the same limits is refused
+	// again without asking the Git server. Default: 10 minutes.
+	RefusalTTL time.Duration
 	// TreeCacheBytes bounds the in-memory cache of trees (least recently
 	// used first out). Default: 512 MiB.
 	TreeCacheBytes int64
@@ -92,6 +107,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxPackBytes <= 0 {
 		o.MaxPackBytes = 1 << 30
 	}
+	if o.MaxFetchBytes <= 0 {
+		o.MaxFetchBytes = 1 << 30
+	}
+	if o.RefusalTTL <= 0 {
+		o.RefusalTTL = 10 * time.Minute
+	}
 	if o.TreeCacheBytes <= 0 {
 		o.TreeCacheBytes = 512 << 20
 	}
@@ -115,6 +136,10 @@ type Fetcher struct {
 	refs      *simplelru.LRU[string, cachedRefs]
 	trees     *simplelru.LRU[string, *Tree]
 	treeBytes int64
+	refusals  *simplelru.LRU[refusalKey, refusal]
+
+	// inflated counts the bytes inflated from packs, by all fetches.
+	inflated *int64Counter
 
 	disk    *diskCache // nil without Options.CacheDir, or when it failed to open
 	diskErr error
@@ -125,6 +150,28 @@ type cachedRefs struct {
 	at   time.Time
 }
 
+// limits are the bounds a fetch is refused by; a refusal is remembered
+// under the limits it was made with.
+type limits struct {
+	file, tree, pack, fetch int64
+	files                   int
+}
+
+func (o Options) limits() limits {
+	return limits{file: o.MaxFileBytes, tree: o.MaxTreeBytes, pack: o.MaxPackBytes, fetch: o.MaxFetchBytes, files: o.MaxFiles}
+}
+
+type refusalKey struct {
+	identity, commit string
+	limits           limits
+}
+
+// refusal is a fetch refused by a limit: its error, and when.
+type refusal struct {
+	err error
+	at  time.Time
+}
+
 // New returns a Fetcher using opts' transports.
 func New(opts Options) *Fetcher {
 	opts = opts.withDefaults()
@@ -133,8 +180,10 @@ func New(opts Options) *Fetcher {
 		// A client for this Fetcher only (never client.InstallProtocol),
 		// refusing redirects: a redirect could lead the credentials or the
 		// guarded dialer's answer elsewhere.
-		http: githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
+		http:     githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
+		inflated: &int64Counter{},
 	}
+	f.refusals, _ = simplelru.NewLRU[refusalKey, refusal](4096, nil)
 	f.refs, _ = simplelru.NewLRU[string, cachedRefs](4096, nil)
 	f.trees, _ = simplelru.NewLRU[string, *Tree](1<<20, func(_ string, t *Tree) { f.treeBytes -= t.Bytes })
 	if opts.CacheDir != "" {

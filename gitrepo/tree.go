@@ -11,13 +11,11 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -52,7 +50,10 @@ type Symlink struct {
 // Options.CacheDir, on disk, and concurrent calls for one are collapsed
 // into one fetch. Errors carry the reasons ListRefs
 // gives, ReasonRefNotFound when the commit is not found, and
-// ReasonRepoTooLarge past a limit.
+// ReasonRepoTooLarge past a limit — checked while the pack is read, on
+// what each object declares before it is inflated. A refusal is
+// remembered for Options.RefusalTTL, so retries do not fetch the pack
+// again.
 func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
 	commit = strings.ToLower(strings.TrimSpace(commit))
 	if !isCommitID(commit) {
@@ -68,11 +69,19 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 		}
 		return t, nil
 	}
+	if err := f.refused(remote, commit); err != nil {
+		return nil, err
+	}
 	ch := f.treeFlight.DoChan(key, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
 		t, err := f.loadTree(ctx, remote, ref, commit)
 		if err != nil {
+			if service.ErrorReason(err) == ReasonRepoTooLarge {
+				f.mu.Lock()
+				f.refusals.Add(f.refusalKey(remote, commit), refusal{err: err, at: f.opts.Now()})
+				f.mu.Unlock()
+			}
 			return nil, err
 		}
 		f.mu.Lock()
@@ -93,6 +102,27 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 		}
 		return res.Val.(*Tree), nil
 	}
+}
+
+func (f *Fetcher) refusalKey(remote Remote, commit string) refusalKey {
+	return refusalKey{identity: remote.Identity(), commit: commit, limits: f.opts.limits()}
+}
+
+// refused returns the error of a refusal of (remote, commit) under these
+// limits within the last RefusalTTL, or nil.
+func (f *Fetcher) refused(remote Remote, commit string) error {
+	key := f.refusalKey(remote, commit)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.refusals.Get(key)
+	if !ok {
+		return nil
+	}
+	if f.opts.Now().Sub(r.at) >= f.opts.RefusalTTL {
+		f.refusals.Remove(key)
+		return nil
+	}
+	return r.err
 }
 
 // loadTree reads the tree from the disk cache, or fetches it and writes it
@@ -121,6 +151,8 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	}
 	defer func() { _ = sess.Close() }()
 	refs := refsFromAdv(adv)
+	// One budget for every pack of this fetch: deepening reads history.
+	budget := &fetchBudget{max: f.opts.MaxFetchBytes, inflated: f.inflated}
 
 	// By id when the server allows it (or the commit is a tip, which any
 	// server sends). A server that advertises nothing may still refuse, so
@@ -130,7 +162,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		isTip = isTip || c == commit.String()
 	}
 	if isTip || adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
-		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1)
+		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1, f.bounds(budget, true))
 		if err == nil && hasCommit(st, commit) {
 			return f.buildTree(st, commit)
 		}
@@ -151,7 +183,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	}
 	tip := plumbing.NewHash(tipStr)
 	for _, depth := range f.opts.DeepenSteps {
-		st, complete, err := f.fetchPack(ctx, sess, adv, tip, depth)
+		st, complete, err := f.fetchPack(ctx, sess, adv, tip, depth, f.bounds(budget, depth == 1 && tip == commit))
 		if err != nil {
 			return nil, classify(ctx, err)
 		}
@@ -170,9 +202,19 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		commit, f.opts.DeepenSteps[len(f.opts.DeepenSteps)-1], where))
 }
 
-// fetchPack fetches want at depth into a fresh in-memory store. complete
-// reports that the server cut no history (no shallow boundary).
-func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.AdvRefs, want plumbing.Hash, depth int) (*memory.Storage, bool, error) {
+// bounds are the limits of one pack of a fetch; commitAlone says the pack
+// is the wanted commit at depth 1, so its blobs are all the commit's files.
+func (f *Fetcher) bounds(budget *fetchBudget, commitAlone bool) packBounds {
+	b := packBounds{maxObject: f.opts.MaxFileBytes, budget: budget}
+	if commitAlone {
+		b.maxBlobs = f.opts.MaxTreeBytes
+	}
+	return b
+}
+
+// fetchPack fetches want at depth into a fresh in-memory store, within b.
+// complete reports that the server cut no history (no shallow boundary).
+func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.AdvRefs, want plumbing.Hash, depth int, b packBounds) (*objectStore, bool, error) {
 	req := packp.NewUploadPackRequestFromCapabilities(adv.Capabilities)
 	req.Wants = []plumbing.Hash{want}
 	req.Depth = packp.DepthCommits(depth)
@@ -185,7 +227,7 @@ func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.
 	res, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyUploadPackRequest) {
-			return memory.NewStorage(), true, nil
+			return newObjectStore(0), true, nil
 		}
 		return nil, false, err
 	}
@@ -197,8 +239,8 @@ func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.
 	case req.Capabilities.Supports(capability.Sideband):
 		r = sideband.NewDemuxer(sideband.Sideband, r)
 	}
-	st := memory.NewStorage()
-	if err := packfile.UpdateObjectStorage(st, r); err != nil {
+	st, err := readPack(r, b)
+	if err != nil {
 		if errors.Is(err, errPackTooLarge) {
 			return nil, false, tooLarge(fmt.Sprintf("The repository's pack is over %d bytes.", f.opts.MaxPackBytes))
 		}
@@ -207,13 +249,13 @@ func (f *Fetcher) fetchPack(ctx context.Context, sess uploadSession, adv *packp.
 	return st, len(res.Shallows) == 0, nil
 }
 
-func hasCommit(st *memory.Storage, commit plumbing.Hash) bool {
-	return st != nil && st.HasEncodedObject(commit) == nil
+func hasCommit(st *objectStore, commit plumbing.Hash) bool {
+	return st != nil && st.has(commit)
 }
 
 // buildTree reads the commit's files, within the limits, and resolves its
-// symbolic links inside the tree.
-func (f *Fetcher) buildTree(st *memory.Storage, commit plumbing.Hash) (*Tree, error) {
+// symbolic links inside the tree. Files share the store's bytes.
+func (f *Fetcher) buildTree(st *objectStore, commit plumbing.Hash) (*Tree, error) {
 	c, err := object.GetCommit(st, commit)
 	if err != nil {
 		return nil, refNotFound(fmt.Sprintf("%s is not a commit.", commit))
@@ -244,27 +286,23 @@ func (f *Fetcher) buildTree(st *memory.Storage, commit plumbing.Hash) (*Tree, er
 		if len(t.Files)+len(t.Symlinks) >= f.opts.MaxFiles {
 			return nil, tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
 		}
-		blob, err := object.GetBlob(st, entry.Hash)
-		if err != nil {
-			return nil, unreachable("The server sent an incomplete tree.", err)
+		data, ok := st.blob(entry.Hash)
+		if !ok {
+			return nil, unreachable("The server sent an incomplete tree.", nil)
 		}
 		if entry.Mode == filemode.Symlink {
-			target, err := readBlob(blob, 4096)
-			if err != nil {
+			if len(data) > 4096 {
 				continue // an over-long link target resolves nowhere
 			}
-			t.Symlinks[name] = Symlink{Target: string(target)}
+			t.Symlinks[name] = Symlink{Target: string(data)}
 			continue
 		}
-		if blob.Size > f.opts.MaxFileBytes {
+		size := int64(len(data))
+		if size > f.opts.MaxFileBytes {
 			return nil, tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
 		}
-		if t.Bytes+blob.Size > f.opts.MaxTreeBytes {
+		if t.Bytes+size > f.opts.MaxTreeBytes {
 			return nil, tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", f.opts.MaxTreeBytes))
-		}
-		data, err := readBlob(blob, f.opts.MaxFileBytes)
-		if err != nil {
-			return nil, unreachable("The server sent an unreadable file.", err)
 		}
 		t.Files[name] = data
 		t.Bytes += int64(len(data))
@@ -311,22 +349,6 @@ func resolveLink(files map[string][]byte, links map[string]Symlink, name string)
 		cur = next
 	}
 	return "", false
-}
-
-func readBlob(b *object.Blob, max int64) ([]byte, error) {
-	r, err := b.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = r.Close() }()
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, errors.New("blob over its limit")
-	}
-	return data, nil
 }
 
 var errPackTooLarge = errors.New("pack over its limit")

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -42,8 +43,10 @@ type SwitchRunner interface {
 	Resubscribed(ctx context.Context, topicARN string) error
 }
 
-// Confirmer confirms an SNS subscription: sns.Verifier.
+// Confirmer confirms an SNS subscription, verifying first one kept
+// unverified: sns.Verifier.
 type Confirmer interface {
+	VerifyReceived(ctx context.Context, m sns.Message, receivedAt time.Time) error
 	Confirm(ctx context.Context, m sns.Message) error
 }
 
@@ -116,12 +119,16 @@ func (switchArgs) Kind() string                 { return KindSwitch }
 func (switchArgs) InsertOpts() river.InsertOpts { return insertOpts() }
 
 // confirmArgs carry what confirms a subscription: the SubscribeURL and
-// Token are never logged.
+// Token are never logged. Envelope is the whole message of a deferred
+// subscription, verified (as of ReceivedAt) before anything is confirmed;
+// nil for one verified on receipt.
 type confirmArgs struct {
-	MessageID    string `json:"message_id"`
-	TopicARN     string `json:"topic_arn"`
-	SubscribeURL string `json:"subscribe_url"`
-	Token        string `json:"token"`
+	MessageID    string       `json:"message_id"`
+	TopicARN     string       `json:"topic_arn"`
+	SubscribeURL string       `json:"subscribe_url"`
+	Token        string       `json:"token"`
+	Envelope     *sns.Message `json:"envelope,omitempty"`
+	ReceivedAt   time.Time    `json:"received_at,omitzero"`
 }
 
 func (confirmArgs) Kind() string                 { return KindConfirm }
@@ -154,8 +161,26 @@ type confirmWorker struct {
 }
 
 func (w *confirmWorker) Work(ctx context.Context, job *river.Job[confirmArgs]) error {
-	err := w.confirm.Confirm(ctx, sns.Message{Type: sns.TypeSubscriptionConfirmation, MessageID: job.Args.MessageID,
-		TopicARN: job.Args.TopicARN, SubscribeURL: job.Args.SubscribeURL, Token: job.Args.Token})
+	m := sns.Message{Type: sns.TypeSubscriptionConfirmation, MessageID: job.Args.MessageID,
+		TopicARN: job.Args.TopicARN, SubscribeURL: job.Args.SubscribeURL, Token: job.Args.Token}
+	if e := job.Args.Envelope; e != nil {
+		// Kept unverified while no account listed the topic: only an
+		// authentic one is confirmed, and only for its own topic and URL.
+		err := w.confirm.VerifyReceived(ctx, *e, job.Args.ReceivedAt)
+		if err == nil && (e.Type != m.Type || e.MessageID != m.MessageID || e.TopicARN != m.TopicARN ||
+			e.SubscribeURL != m.SubscribeURL || e.Token != m.Token) {
+			err = errors.New("the deferred subscription's envelope is not its own")
+		}
+		if err != nil && !errors.Is(err, sns.ErrTransient) {
+			w.logger.Warn("deferred SNS subscription not authentic: never confirmed", "topic", job.Args.TopicARN,
+				"message_id", job.Args.MessageID, "reason", sns.ReasonOf(err))
+			return river.JobCancel(err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	err := w.confirm.Confirm(ctx, m)
 	switch {
 	case err == nil:
 		w.logger.Info("SNS subscription confirmed", "topic", job.Args.TopicARN, "message_id", job.Args.MessageID)
@@ -181,7 +206,7 @@ type catchupWorker struct {
 }
 
 func (w *catchupWorker) Work(ctx context.Context, _ *river.Job[catchupArgs]) error {
-	// Verified subscriptions of topics no account listed in time go.
+	// Pending subscriptions of topics no account listed in time go.
 	if _, err := w.store.DeleteExpiredPendingSubscriptions(ctx, time.Now()); err != nil {
 		return err
 	}
@@ -296,5 +321,9 @@ func (q *Queue) Confirm(ctx context.Context, p service.PendingSubscription) erro
 }
 
 func confirmArgsOf(p service.PendingSubscription) confirmArgs {
-	return confirmArgs{MessageID: p.MessageID, TopicARN: p.TopicARN, SubscribeURL: p.SubscribeURL, Token: p.Token}
+	a := confirmArgs{MessageID: p.MessageID, TopicARN: p.TopicARN, SubscribeURL: p.SubscribeURL, Token: p.Token}
+	if p.Envelope != nil {
+		a.Envelope, a.ReceivedAt = p.Envelope, p.ReceivedAt
+	}
+	return a
 }

@@ -18,9 +18,18 @@
 // values and the sops: metadata — are left exactly as they are and reported
 // through Result.Encrypted.
 //
-// YAML and JSON files are masked through go.yaml.in/yaml/v3's node tree, which
+// YAML and JSON are masked through go.yaml.in/yaml/v3's node tree, which
 // keeps comments and key order (YAML is re-indented to two spaces, JSON is
-// pretty-printed). Anything that does not parse — Helm templates with {{ }},
-// env and properties files, scripts — is masked line by line. Masking never
-// panics; when in doubt it masks more, not less.
+// pretty-printed), YAML document by document: a rendered stream always (a
+// document that does not parse is masked whole, values replaced and keys
+// kept), a file unless it holds {{ }}. An alias under a secret masks its
+// anchor's value. Helm templates, env and properties files, scripts and YAML
+// documents of files that do not parse go through a scanner that follows
+// YAML's block structure (scan.go), so a secret value is masked whole
+// whatever lines it spans. Masking never panics; when in doubt it masks
+// more, not less.
+//
+// Result.Redactions lists the values a run replaced; a request merges those
+// of everything it masked and cuts them (Redactions.Apply) from the other
+// texts it returns, such as a render error quoting a value.
 package mask

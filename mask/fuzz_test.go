@@ -1,22 +1,47 @@
 package mask_test
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // fuzzPlants are secrets planted between fuzzed text. Each is written on lines
-// of its own; secret is what must never appear in the output.
-var fuzzPlants = []struct{ text, secret string }{
-	{"password: Pl4nted-Fuzz-Pw-K7x2Qa", "Pl4nted-Fuzz-Pw-K7x2Qa"},
-	{"note: ghp_c3j27xdcg2lMLzgeonyLGcTJFiz4soCmZ9cp", "ghp_c3j27xdcg2lMLzgeonyLGcTJFiz4soCmZ9cp"},
-	{"note: AKIAFQUOSBEGZGSYEBAN", "AKIAFQUOSBEGZGSYEBAN"},
+// of its own; secret is what must never appear in the output. A plant marked
+// aliased is a secret only through YAML structure (an anchor repeated under
+// a secret): when the surrounding text swallows it into a string (an open
+// quote, a folded block), it is text and only the other plants, secret by
+// their key or shape, must still be masked.
+type fuzzPlant struct {
+	text, secret string
+	aliased      bool
+}
+
+var fuzzPlants = []fuzzPlant{
+	{"password: Pl4nted-Fuzz-Pw-K7x2Qa", "Pl4nted-Fuzz-Pw-K7x2Qa", false},
+	{"note: ghp_c3j27xdcg2lMLzgeonyLGcTJFiz4soCmZ9cp", "ghp_c3j27xdcg2lMLzgeonyLGcTJFiz4soCmZ9cp", false},
+	{"note: AKIAFQUOSBEGZGSYEBAN", "AKIAFQUOSBEGZGSYEBAN", false},
 	{"note: eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJmdXp6LXBsYW50ZWQifQ.yMFSb4hBqlxJJLafBvv6Q9RxXTndfYUZx9K1GNNEgey",
-		"yMFSb4hBqlxJJLafBvv6Q9RxXTndfYUZx9K1GNNEgey"},
-	{"url: postgres://app:Pl4ntedFuzzConn93@db:5432/app", "Pl4ntedFuzzConn93"},
+		"yMFSb4hBqlxJJLafBvv6Q9RxXTndfYUZx9K1GNNEgey", false},
+	{"url: postgres://app:Pl4ntedFuzzConn93@db:5432/app", "Pl4ntedFuzzConn93", false},
 	{"key: |\n  -----BEGIN PRIVATE KEY-----\n  g1+lWIQd9JjbaCIi05fHFWkvQLuR5qREC8tnECJ9InoRJJ5vFQrtK8J1D/BwwBJK\n  -----END PRIVATE KEY-----",
-		"g1+lWIQd9JjbaCIi05fHFWkvQLuR5qREC8tnECJ9InoRJJ5vFQrtK8J1D/BwwBJK"},
-	{"DB_PASSWORD=Pl4nted-Fuzz-Env-8hQz", "Pl4nted-Fuzz-Env-8hQz"},
+		"g1+lWIQd9JjbaCIi05fHFWkvQLuR5qREC8tnECJ9InoRJJ5vFQrtK8J1D/BwwBJK", false},
+	{"DB_PASSWORD=Pl4nted-Fuzz-Env-8hQz", "Pl4nted-Fuzz-Env-8hQz", false},
+	// Issue 19: values spread over lines, in flow collections, in list
+	// items, behind aliases and base64.
+	{"kind: Secret\nstringData:\n  db_password: Pl4ntedFoldHead-x9\n    Pl4ntedFoldTail-Q7w", "Pl4ntedFoldTail-Q7w", false},
+	{"password:\n  Pl4ntedNextLine-R5tK", "Pl4ntedNextLine-R5tK", false},
+	{"kind: Secret\ndata: {conn: Pl4ntedFlowVal-M3kD,\n  other: Pl4ntedFlowTail-W2e}", "Pl4ntedFlowTail-W2e", false},
+	{"db_password: \"Pl4ntedQuoteHead-a\n  Pl4ntedQuoteTail-Z8p\"", "Pl4ntedQuoteTail-Z8p", false},
+	{"client_secret: >\n  Pl4ntedBlockHead-b\n  Pl4ntedBlockTail-H2d", "Pl4ntedBlockTail-H2d", false},
+	{"- kind: Secret\n  stringData:\n    conn: Pl4ntedListItem-J6v", "Pl4ntedListItem-J6v", false},
+	{"metadata:\n  labels: &d {conn: Pl4ntedAnchor-V4nB}\nkind: Secret\ndata: *d", "Pl4ntedAnchor-V4nB", true},
+	{"shared: &s Pl4ntedAliasVal-C5m\ntoken: *s", "Pl4ntedAliasVal-C5m", true},
+	{"binaryData:\n  app.env: QVBQPXdlYgpEQl9QQVNTV09SRD1QbDRudGVkQjY0UHctVDF5UQo=", "QVBQPXdlYgpEQl9QQVNTV09SRD1QbDRudGVkQjY0UHctVDF5UQo=", false},
 }
 
 var fuzzPaths = []string{"f.yaml", "f.json", "f.env", "f.txt", "templates/f.yaml", ""}
@@ -46,10 +71,15 @@ func FuzzMaskFile(f *testing.F) {
 		{"# comment", "# trailing"},
 		{"a: !vault |", "  $ANSIBLE_VAULT;1.1;AES256"},
 		{"\t", "\x00"},
+		{"description: '{{ $labels.instance }} down'", "---\nkind: ConfigMap"},
+		{"---\nkind: PrometheusRule\nspec: {expr: '{{ $value }}'}\n---", "---\na: [unclosed"},
+		{"items:", "- kind: ConfigMap"},
+		{"a: [unclosed\n---", "---\nb: c"},
 	}
 	for _, s := range seeds {
 		for i := range fuzzPlants {
 			f.Add(s.prefix, s.suffix, uint8(i), uint8(i%len(fuzzPaths)), uint8(i%3*2))
+			f.Add(s.prefix, s.suffix, uint8(i), uint8(len(fuzzPaths)-1), uint8(i%3*2))
 		}
 	}
 	m := MustNew(f)
@@ -69,8 +99,34 @@ func FuzzMaskFile(f *testing.F) {
 		} else {
 			out = m.File(path, in).Content
 		}
-		if strings.Contains(string(out), p.secret) {
+		if strings.Contains(string(out), p.secret) && !(p.aliased && swallowed(in, p.secret)) {
 			t.Fatalf("planted %q survives\ninput:\n%s\noutput:\n%s", p.secret, in, out)
 		}
 	})
+}
+
+// swallowed reports input that parses as YAML and holds secret inside a
+// longer scalar: the plant became string content, not structure.
+func swallowed(in []byte, secret string) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(in))
+	found := false
+	var visit func(n *yaml.Node, depth int)
+	visit = func(n *yaml.Node, depth int) {
+		if n == nil || depth > 100 {
+			return
+		}
+		if n.Kind == yaml.ScalarNode && n.Value != secret && strings.Contains(n.Value, secret) {
+			found = true
+		}
+		for _, c := range n.Content {
+			visit(c, depth+1)
+		}
+	}
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return found && errors.Is(err, io.EOF)
+		}
+		visit(&n, 0)
+	}
 }

@@ -26,6 +26,9 @@ type Result struct {
 	// Encrypted reports that the content holds ciphertext shown as it is
 	// (SealedSecret spec.encryptedData, SOPS ENC[...] values or sops: metadata).
 	Encrypted bool
+	// Redactions are the values replaced, to be cut from the other texts
+	// of the same request.
+	Redactions Redactions
 }
 
 // Masker masks secrets in files and rendered manifests. It is safe for
@@ -72,9 +75,11 @@ func New() (*Masker, error) {
 	return &Masker{scanner: s}, nil
 }
 
-// File masks a repository file. path chooses the format: .yaml, .yml and .json
-// files are masked structurally (falling back to line by line when they do not
-// parse or hold template actions); every other file is masked line by line.
+// File masks a repository file. path chooses the format: YAML files are masked
+// structurally document by document (a document that does not parse, and a
+// template holding {{ }}, by the YAML-aware line scanner), JSON files
+// structurally (by the scanner when they do not parse), and every other file
+// by the scanner.
 func (m *Masker) File(filePath string, content []byte) Result {
 	switch strings.ToLower(path.Ext(filePath)) {
 	case ".yaml", ".yml":
@@ -87,9 +92,12 @@ func (m *Masker) File(filePath string, content []byte) Result {
 }
 
 // Manifests masks rendered multi-document YAML, such as a Helm or kustomize
-// render of an app.
+// render of an app. A rendered stream is YAML whatever text it holds ({{ }}
+// of an alerting rule included): it is masked structurally, document by
+// document, and a document that does not parse is masked whole (its values
+// replaced, its keys kept) without changing how the others are masked.
 func (m *Masker) Manifests(yaml []byte) Result {
-	return m.mask(yaml, formatYAML)
+	return m.mask(yaml, formatManifests)
 }
 
 type format int
@@ -98,10 +106,11 @@ const (
 	formatText format = iota
 	formatYAML
 	formatJSON
+	formatManifests
 )
 
 // mask runs one masking pass. A panic anywhere in parsing or emitting falls
-// back to line-by-line masking of the original, and a panic there yields
+// back to a document masked whole or by the scanner, and a panic there yields
 // nothing but the marker: no input can make masking fail open.
 func (m *Masker) mask(content []byte, f format) (res Result) {
 	defer func() {
@@ -110,8 +119,13 @@ func (m *Masker) mask(content []byte, f format) (res Result) {
 		}
 	}()
 	text := string(content)
-	if f != formatText && !strings.Contains(text, "{{") {
-		if r, ok := m.maskStructured(text, f == formatJSON); ok {
+	switch {
+	case f == formatManifests:
+		return m.maskStream(text, true)
+	case f == formatYAML && !strings.Contains(text, "{{"):
+		return m.maskStream(text, false)
+	case f == formatJSON:
+		if r, ok := m.maskStructured(text, true); ok {
 			return r
 		}
 	}
@@ -120,7 +134,7 @@ func (m *Masker) mask(content []byte, f format) (res Result) {
 
 // secrets runs gitleaks over each text and returns the distinct secrets found,
 // longest first so that a secret containing another is replaced whole.
-func (m *Masker) secrets(texts ...string) []string {
+func (m *scanner) secrets(texts ...string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range texts {

@@ -1,16 +1,28 @@
 package mask
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // pass is the state of one masking run: the secrets gitleaks found in the
 // input, and what was done so far.
 type pass struct {
+	scan      *scanner
 	secrets   []string
 	masked    int
 	encrypted bool
+	// redact collects the values replaced (Result.Redactions).
+	redact Redactions
+	// decoded marks a pass over base64-decoded text, which is not decoded
+	// again.
+	decoded bool
+	// aliased holds alias targets already masked, so that cycles end.
+	aliased map[*yaml.Node]bool
 }
 
 var (
@@ -27,7 +39,11 @@ var (
 	// and query strings: "Password=p;", "?user=u&password=p".
 	embeddedAssign = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(=)([^\s&;,'"<>]+)`)
 	// embeddedColon matches "key: value" inside a line.
-	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]]+)`)
+	// The value runs to the next delimiter, spaces included, so that a
+	// value folded onto one line with its continuation is masked whole.
+	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]](?:[^,;'"}\]]*[^\s,;'"}\]])?)`)
+	// secretData is a Secret's data or stringData key inside one line.
+	secretData = regexp.MustCompile(`\b(?:data|stringData)["']?[ \t]*:`)
 	// embeddedJSON matches "key": "value" pairs inside a line.
 	embeddedJSON = regexp.MustCompile(`"([^"\\]{1,128})"(\s*:\s*)"((?:[^"\\]|\\.)*)"`)
 	// blockIndicator is a YAML block scalar header, such as "|" or ">-".
@@ -41,31 +57,34 @@ var (
 	// reference is a value that only names where a secret comes from: a
 	// template action over values, or an environment variable.
 	reference = regexp.MustCompile(`^(?:\{\{-?[ \t]*[.$][\w.$]*(?:[ \t]*\|[ \t]*[\w ]+)*[ \t]*-?\}\}|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$`)
-	// secretKind finds a Kubernetes Secret in text that is not valid YAML.
-	secretKind = regexp.MustCompile(`(?m)^[ \t]*kind:[ \t]*["']?Secret["']?[ \t]*(?:#.*)?\r?$`)
-	// dataSection opens a Secret's data or stringData block.
-	dataSection = regexp.MustCompile(`^([ \t]*)(?:data|stringData):[ \t]*(?:#.*)?$`)
-	// docSeparator is a YAML document boundary.
-	docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(?:#.*)?\r?$`)
+	// secretKind finds a Kubernetes Secret in text that is not valid YAML:
+	// block or flow style, as a list item, quoted or not.
+	secretKind = regexp.MustCompile(`\bkind["']?[ \t]*:[ \t]*["']?Secret\b`)
+	// docSeparator is a YAML document boundary: "---" at the start of a
+	// line, which YAML forbids inside any scalar.
+	docSeparator = regexp.MustCompile(`(?m)^---(?:[ \t][^\n]*)?\r?$`)
+	// base64Run is a run of text that may be base64 inside a line.
+	base64Run = regexp.MustCompile(`[A-Za-z0-9+/]{16,}={0,2}`)
+	// base64Value is a value that may be base64-encoded text.
+	base64Value = regexp.MustCompile(`^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`)
 )
 
 // maskLines masks text that is not parsed as YAML: env, properties, Helm
 // templates, scripts, and YAML that failed to parse.
 func (m *Masker) maskLines(text string) Result {
-	p := &pass{secrets: m.secrets(text)}
+	p := &pass{scan: m.scanner, secrets: m.secrets(text)}
 	out := p.text(text, true)
-	return Result{Content: []byte(out), Masked: p.masked, Encrypted: p.encrypted}
+	return Result{Content: []byte(out), Masked: p.masked, Encrypted: p.encrypted, Redactions: p.redact.Merge()}
 }
 
-// text masks secrets anywhere in s: gitleaks findings, private-key blocks,
-// URL passwords and values of secret-looking keys line by line. secretDocs
-// also masks every entry of a Kubernetes Secret's data and stringData blocks,
-// for YAML masked as text.
-func (p *pass) text(s string, secretDocs bool) string {
+// found masks what is found by its shape wherever it is: gitleaks findings,
+// private-key blocks and URL passwords.
+func (p *pass) found(s string) string {
 	for _, sec := range p.secrets {
 		if n := strings.Count(s, sec); n > 0 {
 			s = strings.ReplaceAll(s, sec, Marker)
 			p.masked += n
+			p.record(sec)
 		}
 	}
 	if strings.Contains(strings.ToUpper(s), "PRIVATE KEY") {
@@ -78,9 +97,19 @@ func (p *pass) text(s string, secretDocs bool) string {
 				return match
 			}
 			p.masked++
+			p.record(sub[2])
 			return sub[1] + Marker + "@"
 		})
 	}
+	return s
+}
+
+// text masks secrets anywhere in s: what found masks, and values of
+// secret-looking keys along the YAML structure. secretDocs also masks every
+// entry of a Kubernetes Secret's data and stringData blocks, document by
+// document, for YAML masked as text.
+func (p *pass) text(s string, secretDocs bool) string {
+	s = p.found(s)
 	if !strings.ContainsAny(s, ":=") {
 		return s
 	}
@@ -90,16 +119,85 @@ func (p *pass) text(s string, secretDocs bool) string {
 	// Mask each document on its own, so that only Secrets get their data
 	// blocks masked whole.
 	var b strings.Builder
+	for _, doc := range splitDocs(s) {
+		b.WriteString(p.lines(doc, secretKind.MatchString(doc)))
+	}
+	return b.String()
+}
+
+// splitDocs cuts a YAML stream before each document marker; the pieces
+// joined are the stream.
+func splitDocs(s string) []string {
+	var docs []string
 	last := 0
 	for _, loc := range docSeparator.FindAllStringIndex(s, -1) {
-		doc := s[last:loc[0]]
-		b.WriteString(p.lines(doc, secretKind.MatchString(doc)))
-		b.WriteString(s[loc[0]:loc[1]])
-		last = loc[1]
+		if loc[0] > last {
+			docs = append(docs, s[last:loc[0]])
+			last = loc[0]
+		}
 	}
-	doc := s[last:]
-	b.WriteString(p.lines(doc, secretKind.MatchString(doc)))
-	return b.String()
+	return append(docs, s[last:])
+}
+
+// record adds a masked value to the pass's redactions, and the text it
+// decodes to when it is base64 (a Secret's data).
+func (p *pass) record(v string) {
+	v = strings.TrimSpace(v)
+	if len(v) < minSecretLen {
+		return
+	}
+	if strings.Contains(v, Marker) {
+		// Parts already masked by another rule: record what is around them.
+		for _, part := range strings.Split(v, Marker) {
+			p.record(part)
+		}
+		return
+	}
+	p.redact.add(v)
+	if len(v) <= maxDecodedValue && base64Value.MatchString(v) {
+		if dec, err := base64.StdEncoding.DecodeString(v); err == nil && isText(dec) {
+			p.redact.add(string(dec))
+		}
+	}
+}
+
+// maxDecodedValue bounds the base64 values decoded (1 MiB encoded).
+const maxDecodedValue = 1 << 20
+
+// holdsSecret reports a base64 value (a ConfigMap's binaryData, or data
+// written encoded) whose decoded text holds a secret: a gitleaks finding, a
+// key block, a URL password or a secret-looking key. It is decoded once, by
+// this code: gitleaks' own decoding stays off.
+func (p *pass) holdsSecret(v string) bool {
+	if p.decoded || len(v) < 16 || len(v) > maxDecodedValue || !base64Value.MatchString(v) {
+		return false
+	}
+	dec, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || !isText(dec) {
+		return false
+	}
+	q := &pass{scan: p.scan, secrets: p.scan.secrets(string(dec)), decoded: true}
+	q.text(string(dec), true)
+	if q.masked == 0 {
+		return false
+	}
+	p.redact = append(p.redact, q.redact...)
+	p.redact.add(v)
+	return true
+}
+
+// isText reports decoded bytes that are UTF-8 text without control
+// characters other than whitespace.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // maskKeyBlock keeps a private key's BEGIN and END lines and the body's
@@ -111,6 +209,9 @@ func (p *pass) maskKeyBlock(block string) string {
 		return block
 	}
 	p.masked++
+	for _, l := range strings.Split(strings.ReplaceAll(body, `\n`, "\n"), "\n") {
+		p.record(l)
+	}
 	indent := ""
 	if i := strings.IndexByte(body, '\n'); i >= 0 {
 		rest := body[i+1:]
@@ -130,72 +231,37 @@ func (p *pass) maskKeyBlock(block string) string {
 	}
 }
 
-// lines masks the values of secret-looking keys line by line; inSecret masks
-// every entry of data and stringData blocks as well.
-func (p *pass) lines(s string, inSecret bool) string {
-	ls := strings.Split(s, "\n")
-	dataIndent := -1   // indentation of the open data: line, or -1
-	blockIndent := -1  // indentation of the key whose block scalar is masked
-	blockDone := false // the masked block scalar's Marker line is written
-	out := ls[:0]
-	for _, line := range ls {
-		trimmed := strings.TrimSpace(line)
-		indent := len(line) - len(strings.TrimLeft(line, " \t"))
-		if blockIndent >= 0 {
-			if trimmed == "" || indent > blockIndent {
-				if !blockDone && trimmed != "" {
-					out = append(out, line[:indent]+Marker)
-					blockDone = true
-				}
-				continue
+// line masks what one line shows by itself: a secret-looking key's value
+// written on it (env, properties, comments, "key": "value" lines), and
+// secret-looking key=value and key: value pairs inside it.
+func (p *pass) line(line string) string {
+	if !p.decoded && len(line) >= 16 {
+		line = base64Run.ReplaceAllStringFunc(line, func(run string) string {
+			if p.holdsSecret(run) {
+				p.masked++
+				return Marker
 			}
-			blockIndent = -1
-		}
-		if dataIndent >= 0 && trimmed != "" && indent <= dataIndent && !strings.HasPrefix(trimmed, "{{") && !strings.HasPrefix(trimmed, "#") {
-			dataIndent = -1
-		}
-		if inSecret {
-			if sub := dataSection.FindStringSubmatch(strings.TrimRight(line, "\r")); sub != nil {
-				dataIndent = len(sub[1])
-				out = append(out, line)
-				continue
-			}
-		}
-		masked, block := p.line(line, dataIndent >= 0 && indent > dataIndent)
-		if block {
-			blockIndent, blockDone = indent, false
-		}
-		out = append(out, masked)
+			return run
+		})
 	}
-	return strings.Join(out, "\n")
-}
-
-// line masks one line. force masks the value whatever its key (a Secret's
-// data entry). block reports a secret value given as a block scalar whose
-// following, more indented lines must be masked.
-func (p *pass) line(line string, force bool) (masked string, block bool) {
 	if !strings.ContainsAny(line, ":=") {
-		return line, false
-	}
-	cr := ""
-	if strings.HasSuffix(line, "\r") {
-		line, cr = line[:len(line)-1], "\r"
+		return line
 	}
 	if sub := lineKV.FindStringSubmatch(line); sub != nil {
 		key, value := strings.TrimSpace(sub[3]), sub[6]
 		if strings.HasPrefix(strings.ToLower(key), "sops") {
 			p.encrypted = true
-			return line + cr, false
+			return line
 		}
-		if force || isSecretKey(key) {
+		if isSecretKey(key) {
 			head := sub[1] + sub[2] + sub[3] + sub[4] + sub[5]
 			if blockIndicator.MatchString(strings.TrimSpace(value)) {
-				return line + cr, true
+				return line
 			}
 			if v, ok := p.value(value); ok {
-				return head + v + cr, false
+				return head + v
 			}
-			return line + cr, false
+			return line
 		}
 	}
 	if strings.Contains(line, "=") {
@@ -205,6 +271,7 @@ func (p *pass) line(line string, force bool) (masked string, block bool) {
 				return match
 			}
 			p.masked++
+			p.record(sub[3])
 			return sub[1] + sub[2] + Marker
 		})
 	}
@@ -215,6 +282,7 @@ func (p *pass) line(line string, force bool) (masked string, block bool) {
 				return match
 			}
 			p.masked++
+			p.record(sub[3])
 			return sub[1] + sub[2] + Marker
 		})
 	}
@@ -225,10 +293,11 @@ func (p *pass) line(line string, force bool) (masked string, block bool) {
 				return match
 			}
 			p.masked++
+			p.record(sub[3])
 			return `"` + sub[1] + `"` + sub[2] + `"` + Marker + `"`
 		})
 	}
-	return line + cr, false
+	return line
 }
 
 // value masks a secret value written after a key on one line, keeping its
@@ -242,12 +311,14 @@ func (p *pass) value(v string) (string, bool) {
 		end := closingQuote(t, q)
 		if end < 0 {
 			p.masked++
+			p.record(t[1:])
 			return string(q) + Marker + string(q), true
 		}
 		if keepValue(p, t[1:end]) {
 			return v, false
 		}
 		p.masked++
+		p.record(t[1:end])
 		return string(q) + Marker + string(q) + t[end+1:], true
 	}
 	body, comma := t, ""
@@ -258,6 +329,7 @@ func (p *pass) value(v string) (string, bool) {
 		return v, false
 	}
 	p.masked++
+	p.record(body)
 	return Marker + comma, true
 }
 
@@ -288,67 +360,4 @@ func keepValue(p *pass, v string) bool {
 		return true
 	}
 	return reference.MatchString(v)
-}
-
-// secretWords are the key names whose values are secrets. Keys are compared
-// lower-cased with every character other than a letter or digit removed, so
-// "api_key", "API-Key" and "apiKey" are all "apikey".
-var secretWords = []string{
-	"password", "passwd", "passphrase", "secret", "token", "apikey",
-	"privatekey", "credential", "creds", "accesskey", "signingkey",
-	"encryptionkey", "masterkey", "connectionstring", "connstr", "dsn",
-}
-
-// secretExact are key names that are secrets only when they are the whole key.
-var secretExact = []string{"pass", "pwd", "pw", "auth", "authorization", "htpasswd", "dbpass"}
-
-// notSecretSuffixes end key names that name or point at a secret rather than
-// hold it: secretName, secretKeyRef, passwordFile, tokenUrl, apiKeyId.
-var notSecretSuffixes = []string{
-	"name", "names", "ref", "refs", "file", "files", "path", "dir", "url", "uri",
-	"endpoint", "id", "ids", "type", "enabled", "ttl", "length", "size", "policy",
-	"version", "mode", "count", "expiry", "expiration", "expires", "header",
-	"field", "selector", "provider", "format", "store", "source", "namespace",
-}
-
-// isSecretKey reports whether a value stored under key is a secret.
-func isSecretKey(key string) bool {
-	k := normalizeKey(key)
-	if k == "" {
-		return false
-	}
-	for _, w := range secretExact {
-		if k == w || strings.HasSuffix(k, w) && len(k) > len(w) && w == "pass" {
-			return true
-		}
-	}
-	found := false
-	for _, w := range secretWords {
-		if strings.Contains(k, w) {
-			found = true
-			break
-		}
-	}
-	if !found {
-		return false
-	}
-	if strings.HasPrefix(k, "existing") {
-		return false
-	}
-	for _, s := range notSecretSuffixes {
-		if strings.HasSuffix(k, s) {
-			return false
-		}
-	}
-	return true
-}
-
-func normalizeKey(key string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(key) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -9,9 +9,9 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// maskStructured masks YAML or JSON through its node tree. It reports false
-// when the text does not parse or cannot be written back, and the caller then
-// masks it line by line.
+// maskStructured masks JSON through its node tree. It reports false when the
+// text does not parse or cannot be written back, and the caller then masks it
+// with the scanner.
 func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -22,7 +22,7 @@ func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) 
 	if err != nil || len(docs) == 0 && strings.TrimSpace(text) != "" {
 		return Result{}, false
 	}
-	p := &pass{secrets: m.secrets(text, rewrittenScalars(docs))}
+	p := &pass{scan: m.scanner, secrets: m.secrets(text, rewrittenScalars(docs))}
 	for _, d := range docs {
 		p.walk(d, false, 0)
 	}
@@ -35,7 +35,7 @@ func (m *Masker) maskStructured(text string, asJSON bool) (res Result, ok bool) 
 	if err != nil {
 		return Result{}, false
 	}
-	return Result{Content: out, Masked: p.masked, Encrypted: p.encrypted}, true
+	return Result{Content: out, Masked: p.masked, Encrypted: p.encrypted, Redactions: p.redact.Merge()}, true
 }
 
 func parseDocs(text string) ([]*yaml.Node, error) {
@@ -122,8 +122,13 @@ func (p *pass) walk(n *yaml.Node, inSecret bool, depth int) {
 		p.mapping(n, inSecret, depth)
 	case yaml.ScalarNode:
 		p.scalar(n)
+	case yaml.AliasNode:
+		// An alias under a secret masks its anchor's value, so neither
+		// the anchor nor any other alias of it shows the value.
+		if inSecret {
+			p.secretValue(n, depth+1)
+		}
 	}
-	// An alias's target is masked where the anchor is defined.
 }
 
 func (p *pass) comments(n *yaml.Node) {
@@ -137,8 +142,10 @@ func (p *pass) comments(n *yaml.Node) {
 // mapping masks a mapping's keys and values: a Secret's data, a SealedSecret's
 // ciphertext, SOPS metadata, secret-looking keys and env-style name/value pairs.
 func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
-	kind, apiVersion, name := field(n, "kind"), field(n, "apiVersion"), field(n, "name")
-	isSecret := kind == "Secret" && (apiVersion == "" || apiVersion == "v1")
+	kind, name := field(n, "kind"), field(n, "name")
+	// Any kind: Secret counts, duplicate keys and other API groups
+	// included: masking more is the safe side.
+	isSecret := hasField(n, "kind", "Secret")
 	isSealed := kind == "SealedSecret"
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -223,6 +230,13 @@ func (p *pass) secretData(v *yaml.Node) {
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 		return
 	}
+	if v.Kind == yaml.AliasNode {
+		// data: *d masks the values of the anchor d, wherever it is.
+		if t := p.aliasTarget(v); t != nil {
+			p.secretData(t)
+		}
+		return
+	}
 	if v.Kind != yaml.MappingNode {
 		p.setMarker(v)
 		return
@@ -235,8 +249,10 @@ func (p *pass) secretData(v *yaml.Node) {
 			p.encrypted = true
 			continue
 		}
-		if val.Kind == yaml.AliasNode && val.Alias != nil {
-			p.setMarker(val.Alias)
+		if val.Kind == yaml.AliasNode {
+			if t := p.aliasTarget(val); t != nil {
+				p.setMarker(t)
+			}
 			continue
 		}
 		p.setMarker(val)
@@ -253,19 +269,39 @@ func (p *pass) secretValue(v *yaml.Node, depth int) {
 		}
 		p.setMarker(v)
 	case yaml.AliasNode:
-		if v.Alias != nil && v.Alias.Kind == yaml.ScalarNode {
-			p.secretValue(v.Alias, depth+1)
-		} else if v.Alias != nil {
-			p.maskLeaves(v.Alias, depth+1)
+		if t := p.aliasTarget(v); t != nil && t.Kind == yaml.ScalarNode {
+			p.secretValue(t, depth+1)
+		} else if t != nil {
+			p.maskLeaves(t, depth+1)
 		}
 	default:
 		p.walk(v, true, depth)
 	}
 }
 
-// maskLeaves masks every scalar under n, following no aliases.
+// aliasTarget returns the node an alias names, once per pass (nil after
+// that, or for an alias without a target), so that cycles end.
+func (p *pass) aliasTarget(a *yaml.Node) *yaml.Node {
+	if a.Alias == nil || p.aliased[a.Alias] {
+		return nil
+	}
+	if p.aliased == nil {
+		p.aliased = map[*yaml.Node]bool{}
+	}
+	p.aliased[a.Alias] = true
+	return a.Alias
+}
+
+// maskLeaves masks every scalar under n, and under the anchors of the
+// aliases it holds.
 func (p *pass) maskLeaves(n *yaml.Node, depth int) {
-	if depth > maxDepth || n.Kind == yaml.AliasNode {
+	if depth > maxDepth {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		if t := p.aliasTarget(n); t != nil {
+			p.maskLeaves(t, depth+1)
+		}
 		return
 	}
 	if n.Kind == yaml.ScalarNode {
@@ -285,6 +321,10 @@ func (p *pass) scalar(n *yaml.Node) {
 		p.encrypted = true
 		return
 	}
+	if p.holdsSecret(n.Value) || heldManifest(n.Value) {
+		p.setMarker(n)
+		return
+	}
 	v := n.Value
 	nv := v
 	if t := strings.TrimSpace(v); !strings.Contains(t, "\n") && len(t) > 1 &&
@@ -298,6 +338,21 @@ func (p *pass) scalar(n *yaml.Node) {
 		n.Value = nv
 		n.Tag = "!!str"
 	}
+}
+
+// heldManifest reports a string holding a Secret with its data on one line,
+// as YAML folded into a quoted, plain or folded scalar becomes: its
+// structure is gone, so it is masked whole.
+func heldManifest(v string) bool {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") || !secretKind.MatchString(v) {
+		return false
+	}
+	for line := range strings.SplitSeq(v, "\n") {
+		if secretKind.MatchString(line) && secretData.MatchString(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // nestedJSON masks JSON held in a value, such as kubectl's
@@ -326,6 +381,7 @@ func (p *pass) setMarker(n *yaml.Node) {
 		return
 	}
 	p.masked++
+	p.recordNode(n, 0)
 	n.Kind = yaml.ScalarNode
 	n.Tag = "!!str"
 	n.Value = Marker
@@ -334,12 +390,43 @@ func (p *pass) setMarker(n *yaml.Node) {
 	n.Alias = nil
 }
 
+// recordNode records the values under n (not its mapping keys).
+func (p *pass) recordNode(n *yaml.Node, depth int) {
+	if n == nil || depth > maxDepth {
+		return
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		p.record(n.Value)
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.recordNode(n.Content[i], depth+1)
+		}
+	default:
+		for _, c := range n.Content {
+			p.recordNode(c, depth+1)
+		}
+	}
+}
+
 // field returns the scalar value of key in mapping n, or "".
 func field(n *yaml.Node, key string) string {
 	if v := valueOf(n, key); v != nil && v.Kind == yaml.ScalarNode {
 		return v.Value
 	}
 	return ""
+}
+
+// hasField reports whether mapping n holds key with the scalar value, in any
+// of its entries.
+func hasField(n *yaml.Node, key, value string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == key && v.Kind == yaml.ScalarNode && v.Value == value {
+			return true
+		}
+	}
+	return false
 }
 
 func valueOf(n *yaml.Node, key string) *yaml.Node {
@@ -352,20 +439,4 @@ func valueOf(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// namesSecret reports whether a key under a secret-looking key only names or
-// locates a secret (secretName, key, path, optional) rather than holding it.
-func namesSecret(key string) bool {
-	k := normalizeKey(key)
-	switch k {
-	case "key", "kind", "apiversion", "namespace", "optional", "items":
-		return true
-	}
-	for _, s := range notSecretSuffixes {
-		if strings.HasSuffix(k, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -470,3 +470,61 @@ func TestPlanPayloadRepoURLCredentialsCleaned(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingSubscriptionsOnePerTopic: migration 9 keeps the newest
+// pending subscription of each topic; going down removes the unverified
+// ones, which the earlier version would confirm without verifying.
+func TestPendingSubscriptionsOnePerTopic(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.MustCreateDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p := mustMigrateTo(t, db, 8)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, row := range []struct{ id, topic string }{{"m1", "a"}, {"m2", "a"}, {"m3", "b"}} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO sns_pending_subscriptions
+				(message_id, topic_arn, subscribe_url, token, received_at, expires_at) VALUES ($1, $2, 'u', 't', $3, $4)`,
+			row.id, row.topic, at.Add(time.Duration(i)*time.Minute), at.Add(72*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func() []string {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, `SELECT message_id FROM sns_pending_subscriptions ORDER BY message_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatalf("migrate to 9: %v", err)
+	}
+	if got := ids(); strings.Join(got, ",") != "m2,m3" {
+		t.Errorf("after the migration: %v, want the newest of each topic (m2, m3)", got)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO sns_pending_subscriptions
+			(message_id, topic_arn, subscribe_url, token, envelope, received_at, expires_at) VALUES ('m4', 'c', 'u', 't', '{}', $1, $2)`,
+		at, at.Add(72*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 8); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if got := ids(); strings.Join(got, ",") != "m2,m3" {
+		t.Errorf("after down: %v, want the verified ones only (m2, m3)", got)
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+}

@@ -8,7 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime/debug"
+	"slices"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -21,9 +22,14 @@ type Limits struct {
 	// MaxOutputBytes caps what is read from the child's stdout (the JSON
 	// Result); zero means no cap.
 	MaxOutputBytes int64
-	// MaxMemoryBytes is the child's address-space limit (RLIMIT_AS); it must
-	// leave room for the Go runtime's reservations. Zero means no limit.
+	// MaxMemoryBytes caps the child's private writable memory (RLIMIT_DATA:
+	// its heap, not the Go runtime's address-space reservations), and half
+	// of it is the child's GOMEMLIMIT. Zero means no limit; see
+	// ChildMemoryLimit for how it is chosen and MinChildMemoryBytes.
 	MaxMemoryBytes int64
+	// Sandbox keeps the child off the network (ProbeSandbox finds what the
+	// host allows); the zero value is seccomp without a namespace.
+	Sandbox Sandbox
 }
 
 // unreachableProxy is where the child's HTTP clients would send any request:
@@ -42,20 +48,18 @@ var childEnv = []string{
 	"no_proxy=",
 }
 
-// ChildMain is the render child's whole life: it reads one JSON Request from
-// stdin, renders it and writes one JSON Result to stdout. It returns the
-// process exit code.
+// ChildMain is the render child's whole life: it reads one Request stream
+// (WriteRequest) from stdin, renders it and writes one JSON Result to
+// stdout. It returns the process exit code.
 func ChildMain(stdin io.Reader, stdout io.Writer) int {
-	var req Request
-	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
-		_ = json.NewEncoder(stdout).Encode(Result{Error: failed("reading render request: %v", err)})
+	if err := enterSandbox(os.Getenv(sandboxEnvVar)); err != nil {
+		_ = json.NewEncoder(stdout).Encode(Result{Error: &Error{Code: CodeRenderFailed, Reason: ReasonSandboxUnavailable, Message: err.Error()}})
 		return 2
 	}
-	// The parent sets RLIMIT_AS before sending the request; a soft Go memory
-	// limit below it makes the collector work before allocations fail.
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &lim); err == nil && lim.Cur != rlimInfinity {
-		debug.SetMemoryLimit(int64(lim.Cur / 2))
+	req, err := ReadRequest(stdin)
+	if err != nil {
+		_ = json.NewEncoder(stdout).Encode(Result{Error: failed("reading render request: %v", err)})
+		return 2
 	}
 	// Libraries that print to os.Stdout must not corrupt the one Result the
 	// parent reads; what they print goes to stderr instead.
@@ -69,18 +73,13 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 	return 0
 }
 
-const rlimInfinity = ^uint64(0)
-
 // RunChild renders req in a child process, `binary args...` (in production the
 // server's own executable with "render"), with an empty environment except an
-// unreachable proxy, in its own process group, under lim. A timeout or an
+// unreachable proxy and the sandbox's layers, in its own process group, under
+// lim (and in lim.Sandbox). A timeout or an
 // oversized output is a Result with a render_failed error; the returned error
 // is for failures to run the child at all and for ctx ending.
 func RunChild(ctx context.Context, binary string, args []string, req Request, lim Limits) (Result, error) {
-	input, err := json.Marshal(req)
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding render request: %w", err)
-	}
 	runCtx := ctx
 	if lim.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -89,10 +88,16 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = childEnv
+	if lim.MaxMemoryBytes > 0 {
+		// A soft limit below the hard one makes the child's collector work
+		// before its allocations fail; the runtime reads it at start.
+		cmd.Env = append(slices.Clone(childEnv), "GOMEMLIMIT="+strconv.FormatInt(lim.MaxMemoryBytes/2, 10))
+	}
 	cmd.Dir = "/"
 	// Its own group, so a kill reaches anything it starts; killed with the
 	// server should the server die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	applySandbox(cmd, lim.Sandbox)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return Result{}, err
@@ -107,7 +112,7 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	pid := cmd.Process.Pid
 	kill := func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 	if lim.MaxMemoryBytes > 0 {
-		if err := setAddressSpaceLimit(pid, uint64(lim.MaxMemoryBytes)); err != nil {
+		if err := setDataLimit(pid, uint64(lim.MaxMemoryBytes)); err != nil {
 			kill()
 			_ = cmd.Wait()
 			return Result{}, fmt.Errorf("limiting render child memory: %w", err)
@@ -126,9 +131,13 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		case <-done:
 		}
 	}()
+	// The request streams while the child reads it; a child that dies
+	// early ends the write with a broken pipe, and Wait closes the pipe.
+	written := make(chan error, 1)
 	go func() {
-		_, _ = stdin.Write(input)
+		err := WriteRequest(stdin, req)
 		_ = stdin.Close()
+		written <- err
 	}()
 
 	var reader io.Reader = stdout
@@ -143,6 +152,7 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	waitErr := cmd.Wait()
 	close(done)
 	<-stopped
+	writeErr := <-written
 
 	switch {
 	case ctx.Err() != nil:
@@ -153,6 +163,9 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		return Result{Error: failed("render output exceeds the limit of %d bytes", lim.MaxOutputBytes)}, nil
 	case readErr != nil:
 		return Result{}, fmt.Errorf("reading render child output: %w", readErr)
+	case writeErr != nil && !errors.Is(writeErr, syscall.EPIPE) && !errors.Is(writeErr, os.ErrClosed):
+		// A tree beyond the stream's caps never reaches the child.
+		return Result{Error: failed("%v", writeErr)}, nil
 	}
 	var res Result
 	if err := json.Unmarshal(out, &res); err != nil || (res.Error == nil && res.SourceType == "") {
@@ -169,10 +182,13 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	return res, nil
 }
 
-// setAddressSpaceLimit sets RLIMIT_AS of another process (prlimit(2)).
-func setAddressSpaceLimit(pid int, limit uint64) error {
+// setDataLimit sets RLIMIT_DATA of another process (prlimit(2)). Unlike
+// RLIMIT_AS it does not count the Go runtime's PROT_NONE reservations (about
+// 1.3 GB of address space in an idle child of 55 MB resident), so it bounds
+// what the container's memory accounting sees.
+func setDataLimit(pid int, limit uint64) error {
 	r := syscall.Rlimit{Cur: limit, Max: limit}
-	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(syscall.RLIMIT_AS), uintptr(unsafe.Pointer(&r)), 0, 0, 0)
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(syscall.RLIMIT_DATA), uintptr(unsafe.Pointer(&r)), 0, 0, 0)
 	if errno != 0 {
 		return errno
 	}

@@ -79,15 +79,33 @@ func TestRunChildOutputCap(t *testing.T) {
 // instead of taking the server's memory.
 func TestRunChildMemoryLimit(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
-	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: 3 << 30})
+	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: childMemoryScale * MinChildMemoryBytes})
 	assertErrorCode(t, res, CodeRenderFailed, "")
 	assertContains(t, res.Error.Message, "memory limit")
 }
 
+// The smallest limit a child is given still renders a chart (and the
+// Go runtime's address-space reservations, far above it, do not count).
 func TestRunChildMemoryLimitAllowsNormalRender(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
-	res := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: 3 << 30})
+	res := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: childMemoryScale * MinChildMemoryBytes})
 	if res.Error != nil {
 		t.Fatalf("render under the memory limit failed: %v", res.Error)
 	}
+}
+
+// A tree of a few MiB crosses to the child as raw bytes and renders.
+func TestRunChildStreamsLargeTrees(t *testing.T) {
+	files := MustLoadRepo(t, "kust")
+	blob := make([]byte, 8<<20)
+	for i := range blob {
+		blob[i] = byte(i)
+	}
+	files["assets/blob.bin"] = blob
+	// No memory limit: a -race child needs several times the memory.
+	res := runInChild(t, Request{Files: files, Source: Source{Path: "overlays/prod"}}, Limits{Timeout: time.Minute})
+	if res.Error != nil {
+		t.Fatalf("child render failed: %v", res.Error)
+	}
+	assertGolden(t, "kustomize_overlay", res.Manifests)
 }

@@ -107,7 +107,8 @@ func TestRenderHelmErrors(t *testing.T) {
 	})
 	t.Run("RemoteValueFile", func(t *testing.T) {
 		res := Render(Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web", Helm: &Helm{ValueFiles: []string{"https://example.com/values.yaml"}}}})
-		assertErrorCode(t, res, CodeSourceTypeUnsupported, "")
+		assertErrorCode(t, res, CodeRenderFailed, "")
+		assertContains(t, res.Error.Message, "remote content is not loaded")
 	})
 	t.Run("ValueFileOutsideTree", func(t *testing.T) {
 		res := Render(Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web", Helm: &Helm{ValueFiles: []string{"../../../../etc/passwd"}}}})

@@ -2,7 +2,6 @@ package render
 
 import (
 	"errors"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,8 +77,8 @@ type valueFile struct {
 // relative to the app path ("/..." to the repository root) and may not leave
 // the repository; "$ref/..." reads the ref source's tree; a glob expands to
 // the matching files in lexical order, skipping those listed explicitly; a
-// missing file fails unless ignoreMissingValueFiles. Remote URLs are not
-// fetched.
+// missing file fails unless ignoreMissingValueFiles. Remote URLs are
+// refused (render_failed, "remote content is not loaded").
 func resolveValueFiles(req Request, t tree, appPath string, opts *Helm) ([]valueFile, *Error) {
 	type resolved struct {
 		t    tree
@@ -97,14 +96,14 @@ func resolveValueFiles(req Request, t tree, appPath string, opts *Helm) ([]value
 				return resolved{t: refTree, ref: ref, path: p}, nil
 			}
 		}
-		if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-			return resolved{}, unsupported("remote value file %s is not fetched", raw)
-		}
 		p, inside := join(appPath, raw)
 		if !inside {
 			return resolved{}, failed("value file '%s' resolved to outside repository root", raw)
 		}
 		return resolved{t: t, path: p}, nil
+	}
+	if rerr := refuseRemoteValueFiles(opts.ValueFiles); rerr != nil {
+		return nil, rerr
 	}
 	explicit := map[string]bool{}
 	for _, raw := range opts.ValueFiles {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -207,7 +208,10 @@ func editKustomization(t tree, appPath string, data []byte, opts *Kustomize) ([]
 	}
 	if len(opts.Components) > 0 {
 		components, _ := k["components"].([]any)
-		for _, c := range opts.Components {
+		for i, c := range opts.Components {
+			if looksRemote(c) {
+				return nil, remoteRefused("", fmt.Sprintf("kustomize.components[%d]", i), redactRef(c))
+			}
 			p, ok := join(appPath, c)
 			if !ok || !(t.isDir(p) || t.isFile(p)) {
 				return nil, failed("kustomize component %s does not exist", c)
@@ -314,9 +318,10 @@ func addLabelsWithoutSelector(k map[string]any, pairs map[string]string, include
 }
 
 // refuseUnsupported walks the kustomizations reachable from dir and refuses
-// what would reach the network or run code: remote resources and bases,
-// helmCharts, and generators/transformers/validators that are not kustomize
-// builtins (exec and container KRM functions, Go and exec plugins).
+// what would reach the network or run code: remote references in any field
+// (render_failed, "remote content is not loaded"), helmCharts, and
+// generators/transformers/validators that are not kustomize builtins (exec
+// and container KRM functions, Go and exec plugins).
 func refuseUnsupported(t tree, dir string, seen map[string]bool) *Error {
 	if seen[dir] {
 		return nil
@@ -335,25 +340,31 @@ func refuseUnsupported(t tree, dir string, seen map[string]bool) *Error {
 			return unsupported("kustomize %s in %s is not rendered (it needs Helm and chart downloads)", field, file)
 		}
 	}
+	if err := refuseRemoteFiles(k, file); err != nil {
+		return err
+	}
 	for _, field := range []string{"resources", "bases", "components"} {
-		for _, entry := range stringList(k[field]) {
+		for i, entry := range stringsAt(k[field]) {
 			p, inside := join(dir, entry)
 			switch {
+			case entry == "":
 			case inside && t.isFile(p):
 			case inside && t.isDir(p):
 				if err := refuseUnsupported(t, p, seen); err != nil {
 					return err
 				}
 			case looksRemote(entry):
-				return unsupported("remote kustomize %s %q in %s is not fetched", strings.TrimSuffix(field, "s"), entry, file)
+				return remoteRefused(file, fmt.Sprintf("%s[%d]", field, i), redactRef(entry))
 			}
 		}
 	}
 	for _, field := range []string{"generators", "transformers", "validators"} {
-		for _, entry := range stringList(k[field]) {
+		for i, entry := range stringsAt(k[field]) {
 			p, inside := join(dir, entry)
 			var docs []byte
 			switch {
+			case entry == "":
+				continue
 			case inside && t.isFile(p):
 				docs = t[p]
 			case inside && t.isDir(p):
@@ -362,11 +373,11 @@ func refuseUnsupported(t tree, dir string, seen map[string]bool) *Error {
 				}
 				continue
 			case looksRemote(entry):
-				return unsupported("remote kustomize %s %q in %s is not fetched", field, entry, file)
+				return remoteRefused(file, fmt.Sprintf("%s[%d]", field, i), redactRef(entry))
 			default:
 				docs = []byte(entry)
 			}
-			if err := refusePlugins(docs, field, file); err != nil {
+			if err := refusePlugins(docs, fmt.Sprintf("%s[%d]", field, i), file); err != nil {
 				return err
 			}
 		}
@@ -384,19 +395,11 @@ func refusePlugins(docs []byte, field, file string) *Error {
 		if group, _, _ := strings.Cut(obj.GetAPIVersion(), "/"); group != "builtin" {
 			return unsupported("kustomize plugin %s (%s) in %s %s is not run; only builtin generators and transformers are", obj.GetKind(), obj.GetAPIVersion(), file, field)
 		}
-	}
-	return nil
-}
-
-func stringList(v any) []string {
-	list, _ := v.([]any)
-	var out []string
-	for _, item := range list {
-		if s, ok := item.(string); ok {
-			out = append(out, s)
+		if err := refuseRemoteInBuiltin(obj.Object, field, file); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
 }
 
 // looksRemote reports whether a kustomize reference that is not in the tree

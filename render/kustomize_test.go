@@ -44,7 +44,7 @@ func TestRenderKustomizeRefusals(t *testing.T) {
 		opts       *Kustomize
 		code       string
 	}{
-		{name: "RemoteBase", path: "overlays/remote", code: CodeSourceTypeUnsupported},
+		{name: "RemoteBase", path: "overlays/remote", code: CodeRenderFailed},
 		{name: "HelmCharts", path: "overlays/helmcharts", code: CodeSourceTypeUnsupported},
 		{name: "KRMFunction", path: "overlays/krm", code: CodeSourceTypeUnsupported},
 		{name: "FileOutsideTree", path: "overlays/escape", code: CodeRenderFailed},

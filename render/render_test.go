@@ -16,8 +16,11 @@ import (
 const childEnvVar = "KUKIE_RENDER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnvVar) == "1" {
+	switch os.Getenv(childEnvVar) {
+	case "1":
 		os.Exit(ChildMain(os.Stdin, os.Stdout))
+	case "dial":
+		os.Exit(dialChildMain(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes used across the service. The HTTP layer maps each to a status
@@ -37,6 +38,9 @@ type Error struct {
 	Reason string
 	Fields []FieldError
 	Err    error
+	// RetryAfter, when set, is how long the client should wait before
+	// retrying an EUNAVAILABLE answer (its Retry-After header).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -75,7 +78,7 @@ func withPath(spec json.RawMessage, p string) json.RawMessage {
 
 // ManifestMasker masks rendered multi-document YAML.
 type ManifestMasker interface {
-	Manifests(yaml []byte) []byte
+	Manifests(yaml []byte) MaskedText
 }
 
 // SourceManifests is one source's part of an app's manifests.
@@ -87,6 +90,10 @@ type SourceManifests struct {
 	Notes      []string     `json:"notes"`
 	Error      *SourceError `json:"error,omitempty"`
 	Manifests  string       `json:"manifests"`
+
+	// secrets are the values masking removed from the source's inputs and
+	// output, cut from the request's other texts.
+	secrets []string
 }
 
 // SourceError is why one source did not render.
@@ -104,6 +111,8 @@ type AppManifests struct {
 	// resolved now).
 	RevisionSource string            `json:"revision_source"`
 	Sources        []SourceManifests `json:"sources"`
+
+	secrets []string // every source's, see SourceManifests
 }
 
 // renderCache keeps masked renders by (commit, source spec, app): the same
@@ -175,6 +184,14 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 			src, revisionAt(revisions, i), refFiles)
 		rendered = append(rendered, part)
 	}
+	// One redaction set for the request: a source's secrets are cut from
+	// every source's error and notes.
+	for _, part := range rendered {
+		out.secrets = append(out.secrets, part.secrets...)
+	}
+	for i := range rendered {
+		rendered[i] = s.redacted(rendered[i], out.secrets)
+	}
 	out.Sources = rendered
 	if len(rendered) == 1 && rendered[0].Error != nil {
 		e := rendered[0].Error
@@ -186,6 +203,8 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 			code = EUPSTREAM
 		case ReasonRefNotFound, ReasonPathNotFound:
 			code = ENOTFOUND
+		case ReasonRenderBusy:
+			return AppManifests{}, ErrRenderBusy(s.Queue.RetryAfter())
 		}
 		return AppManifests{}, ReasonError(code, e.Code, e.Message)
 	}
@@ -266,28 +285,116 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
+		p := part
+		// Callers collapsed into this flight share one slot. The flight
+		// outlives any one caller, so neither the wait nor the render ends
+		// with the first caller's context.
+		release, err := s.Queue.Acquire(context.WithoutCancel(ctx), c.TeamID)
+		if err != nil {
+			p.Error = &SourceError{Code: ReasonRenderBusy, Message: ErrorMessage(err)}
+			return p, nil // not cached: the next request queues again
+		}
+		defer release()
 		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
 			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
 			KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
-		p := part
 		switch {
 		case err != nil:
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
 			return p, nil // a failure to run is not cached
 		case out.Code != "":
-			// A tool's message may quote a template's values: masked too.
-			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code,
-				Message: string(s.Masker.File("render-error.txt", []byte(out.Message)))}
+			// A tool's message may quote a template's values: masked, and
+			// cut of every secret masked in the source's inputs.
+			msg := s.Masker.File("render-error.txt", []byte(out.Message))
+			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
+			p.secrets = append(p.secrets, msg.Secrets...)
 		default:
-			p.SourceType, p.Manifests = out.SourceType, string(s.ManifestMasker.Manifests(out.Manifests))
+			m := s.ManifestMasker.Manifests(out.Manifests)
+			p.SourceType, p.Manifests = out.SourceType, string(m.Content)
+			p.secrets = append(p.secrets, m.Secrets...)
 		}
 		if out.Notes != nil {
-			p.Notes = out.Notes
+			p.Notes = slices.Clone(out.Notes)
 		}
+		p.secrets = append(p.secrets, s.inputSecrets(files, refFiles, spec)...)
+		p = s.redacted(p, p.secrets)
 		s.renders.get().Add(key, p)
 		return p, nil
 	})
 	return v.(SourceManifests)
+}
+
+// maxInputScan bounds the bytes of a source's inputs masked to learn their
+// secrets.
+const maxInputScan = 2 << 20
+
+// inputSecrets masks a source's inputs — the values files under its path
+// (subcharts' included), the value files it names (in ref sources too), its
+// own spec (inline values, parameters) — and returns the secrets found, for
+// the request to cut from the texts it returns besides the masked files.
+// What the templates and kustomizations produce is in the rendered output,
+// whose secrets the masked output brings.
+func (s *RepoView) inputSecrets(files map[string][]byte, refFiles map[string]map[string][]byte, spec json.RawMessage) []string {
+	var src struct {
+		Path string `json:"path"`
+		Helm struct {
+			ValueFiles []string `json:"valueFiles"`
+		} `json:"helm"`
+	}
+	_ = json.Unmarshal(spec, &src) // an unreadable spec is still masked below
+	secrets := s.Masker.File("source.json", spec).Secrets
+	budget := maxInputScan
+	scan := func(name string, body []byte) {
+		if len(body) > budget || isBinary(body) {
+			return
+		}
+		budget -= len(body)
+		secrets = append(secrets, s.Masker.File(name, body).Secrets...)
+	}
+	dir := path.Clean(strings.Trim(src.Path, "/"))
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if (dir == "." || strings.HasPrefix(name, dir+"/")) && isValuesFile(name) {
+			scan(name, files[name])
+		}
+	}
+	for _, vf := range src.Helm.ValueFiles {
+		if ref, rest, ok := strings.Cut(strings.TrimPrefix(vf, "$"), "/"); ok && strings.HasPrefix(vf, "$") {
+			if body, ok := refFiles[ref][path.Clean(rest)]; ok {
+				scan(rest, body)
+			}
+		} else if name := path.Join(dir, vf); !isValuesFile(name) || dir != "." && !strings.HasPrefix(name, dir+"/") {
+			if body, ok := files[name]; ok {
+				scan(name, body) // not scanned above
+			}
+		}
+	}
+	return secrets
+}
+
+// isValuesFile reports a Helm values file by its name: values.yaml,
+// values-prod.yaml, values.json.
+func isValuesFile(name string) bool {
+	base := strings.ToLower(path.Base(name))
+	ext := path.Ext(base)
+	return strings.HasPrefix(base, "values") && (ext == ".yaml" || ext == ".yml" || ext == ".json") && base != "values.schema.json"
+}
+
+// redacted returns part with secrets cut from its error and notes.
+func (s *RepoView) redacted(part SourceManifests, secrets []string) SourceManifests {
+	if len(secrets) == 0 {
+		return part
+	}
+	if part.Error != nil {
+		e := *part.Error
+		e.Message = s.Masker.Redact(e.Message, secrets)
+		part.Error = &e
+	}
+	notes := make([]string, len(part.Notes))
+	for i, n := range part.Notes {
+		notes[i] = s.Masker.Redact(n, secrets)
+	}
+	part.Notes = notes
+	return part
 }
 
 // ManifestsTool is app_manifests for the agent.
@@ -298,9 +405,15 @@ func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, ap
 	}
 	var b strings.Builder
 	for _, src := range m.Sources {
-		b.WriteString("# " + src.RepoURL + " " + src.Path + " @ " + shortCommit(src.Commit) + " (" + src.SourceType + ")\n")
+		// The request's redaction set covers every line besides the
+		// masked manifests themselves.
+		b.WriteString(s.Masker.Redact("# "+src.RepoURL+" "+src.Path+" @ "+shortCommit(src.Commit)+" ("+src.SourceType+")", m.secrets) + "\n")
 		if src.Error != nil {
-			b.WriteString("# " + src.Error.Code + ": " + src.Error.Message + "\n")
+			msg := src.Error.Message
+			if src.Error.Code == ReasonRenderBusy {
+				msg = renderBusyText(lang)
+			}
+			b.WriteString(s.Masker.Redact("# "+src.Error.Code+": "+msg, m.secrets) + "\n")
 			continue
 		}
 		b.WriteString(src.Manifests)

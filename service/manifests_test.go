@@ -46,11 +46,24 @@ func (r *chartRepo) Chart(_ context.Context, repoURL, chart, version string) (ma
 	return map[string][]byte{"redis/Chart.yaml": []byte("name: redis\n")}, nil
 }
 
+// maskAll masks the planted word hunter2 and reports it as a secret.
 type maskAll struct{}
 
-func (maskAll) File(_ string, b []byte) []byte { return b }
-func (maskAll) Manifests(b []byte) []byte {
-	return []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))
+func (maskAll) File(_ string, b []byte) MaskedText { return maskHunter(b) }
+func (maskAll) Manifests(b []byte) MaskedText      { return maskHunter(b) }
+func (maskAll) Redact(text string, secrets []string) string {
+	for _, s := range secrets {
+		text = strings.ReplaceAll(text, s, "<masked>")
+	}
+	return text
+}
+
+func maskHunter(b []byte) MaskedText {
+	m := MaskedText{Content: []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))}
+	if strings.Contains(string(b), "hunter2") {
+		m.Secrets = []string{"hunter2"}
+	}
+	return m
 }
 
 func TestManifests(t *testing.T) {
@@ -121,5 +134,34 @@ func TestManifests(t *testing.T) {
 	}
 	if _, err := view.Manifests(ctx, p, "c1", "nope"); ErrorCode(err) != ENOTFOUND {
 		t.Errorf("unknown app: %v", err)
+	}
+}
+
+type notingRenderer struct{}
+
+func (notingRenderer) Render(context.Context, RenderInput) (RenderOutput, error) {
+	return RenderOutput{SourceType: "helm", Manifests: []byte("kind: Secret\ndata:\n  password: hunter2\n"),
+		Notes: []string{"a note quoting hunter2"}}, nil
+}
+
+// A note quoting a value masked in the output is cut like an error.
+func TestManifestNotesAreCutOfTheRequestsSecrets(t *testing.T) {
+	const repo = "https://github.com/org/gitops"
+	src := AppSource{RepoURL: repo, Path: "apps/web", Spec: json.RawMessage(`{"path":"apps/web"}`)}
+	web := Application{ID: "web", Name: "web", Namespace: "argocd", Sources: []AppSource{src},
+		Sync: AppSync{Revision: "abc", ComparedTo: []AppSource{src}}}
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web}}, 4, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &oneCluster{c: Cluster{ID: "c1", TeamID: "t1", AccessLevel: AccessFull, GitOpsRepo: repo}}
+	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
+		Masker: maskAll{}, Renderer: notingRenderer{}, ManifestMasker: maskAll{}}
+	m, err := view.Manifests(context.Background(), Principal{TeamID: "t1"}, "c1", "web")
+	if err != nil || len(m.Sources) != 1 || len(m.Sources[0].Notes) != 1 {
+		t.Fatalf("Manifests = %+v, %v", m, err)
+	}
+	if n := m.Sources[0].Notes[0]; n != "a note quoting <masked>" {
+		t.Errorf("note = %q", n)
 	}
 }

@@ -49,7 +49,20 @@ type RepoFetcher interface {
 
 // SecretMasker replaces secret values before anything leaves the server.
 type SecretMasker interface {
-	File(path string, content []byte) []byte
+	File(path string, content []byte) MaskedText
+	// Redact cuts secrets (values masking removed, each also in its
+	// encoded forms) from text.
+	Redact(text string, secrets []string) string
+}
+
+// MaskedText is masked content and the secret values masking removed from
+// it. One request collects the secrets of everything it masks — an app's
+// inputs (values files, the source's inline values) and its rendered
+// output — and cuts them from every other text it returns or logs (render
+// errors, notes, tool results): a tool's message may quote a value.
+type MaskedText struct {
+	Content []byte
+	Secrets []string
 }
 
 // RepoView is the repo tab and the chat read tools over the connected
@@ -69,6 +82,8 @@ type RepoView struct {
 	// Versions gives the cluster's Kubernetes and API versions for Helm
 	// (nil: Helm's defaults).
 	Versions ClusterVersions
+	// Queue bounds concurrent renders fairly across teams (nil: unbounded).
+	Queue *RenderQueue
 
 	renders renderCache
 	files   fileCache
@@ -221,7 +236,7 @@ func (s *RepoView) File(ctx context.Context, p Principal, clusterID, file, ref s
 		f.Content = masked
 		return f, nil
 	}
-	f.Content = string(s.Masker.File(name, body))
+	f.Content = string(s.Masker.File(name, body).Content)
 	if len(body) <= maxCachedFile {
 		s.files.get().Add(key, f.Content)
 	}
@@ -287,6 +302,14 @@ func notConnectedText(lang string) string {
 	return "레포를 연결하면 볼 수 있어요."
 }
 
+// renderBusyText is the tools' answer when renders are busy (render_busy).
+func renderBusyText(lang string) string {
+	if lang == "en" {
+		return "Renders are busy right now; try again shortly."
+	}
+	return "지금은 렌더링이 몰려 있어요. 잠시 후 다시 시도해 주세요."
+}
+
 // toolAnswer turns a result or a failure into a tool answer; tenancy and
 // validation failures stay errors.
 func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
@@ -294,6 +317,8 @@ func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
 		switch code := ErrorCode(err); {
 		case ErrorReason(err) == ReasonRepoNotConnected:
 			text = notConnectedText(lang)
+		case ErrorReason(err) == ReasonRenderBusy:
+			text = renderBusyText(lang)
 		case code == EVALIDATION || code == EINVALID || code == EUNAUTHENTICATED || code == EFORBIDDEN ||
 			ErrorReason(err) == "cluster_not_found":
 			return ToolAnswer{}, err

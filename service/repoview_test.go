@@ -28,11 +28,15 @@ func (f fakeFetcher) Tree(context.Context, Cluster, string, string) (map[string]
 // upperMasker "masks" by replacing a planted word, and counts its scans.
 type upperMasker struct{ scans *int }
 
-func (m upperMasker) File(_ string, b []byte) []byte {
+func (m upperMasker) File(_ string, b []byte) MaskedText {
 	if m.scans != nil {
 		*m.scans++
 	}
-	return []byte(strings.ReplaceAll(string(b), "hunter2", "<masked>"))
+	return maskHunter(b)
+}
+
+func (upperMasker) Redact(text string, secrets []string) string {
+	return maskAll{}.Redact(text, secrets)
 }
 
 func repoView(c Cluster, f RepoFetcher) *RepoView {

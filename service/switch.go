@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"time"
+
+	"github.com/kukie/gitops-server/sns"
 )
 
 // SwitchStep is one AWS call of a level switch, in call order.
@@ -96,13 +98,21 @@ type StackNotification struct {
 	EventTime time.Time
 }
 
-// PendingSubscriptionTTL is how long a verified SubscriptionConfirmation
-// from a topic no account lists yet is kept for the account that will.
+// PendingSubscriptionTTL is how long a SubscriptionConfirmation from a
+// topic no account lists yet is kept for the account that will (SNS's
+// confirmation tokens last 3 days).
 const PendingSubscriptionTTL = 3 * 24 * time.Hour
 
-// PendingSubscription is a verified SubscriptionConfirmation from a topic
-// not yet allowed, confirmed once an account registers the topic.
-// SubscribeURL and Token confirm the subscription: never log them.
+// DefaultPendingSubscriptionsMax bounds the pending subscriptions of all
+// topics together (Webhook.PendingMax): each is a few kilobytes and
+// waits for an onboarding that takes minutes, so 10,000 are far more than
+// genuine customers ever leave, and a flood of forged ones from many
+// addresses must post that many to push a genuine one out.
+const DefaultPendingSubscriptionsMax = 10000
+
+// PendingSubscription is a SubscriptionConfirmation from a topic not yet
+// allowed, confirmed once an account registers the topic. SubscribeURL and
+// Token confirm the subscription: never log them.
 type PendingSubscription struct {
 	TopicARN     string
 	MessageID    string
@@ -111,6 +121,11 @@ type PendingSubscription struct {
 	ReceivedAt   time.Time
 	// ExpiresAt is ReceivedAt plus PendingSubscriptionTTL, set by the store.
 	ExpiresAt time.Time
+	// Envelope is the whole signed message of a deferred confirmation, not
+	// verified yet: its confirmation verifies it first (as of ReceivedAt).
+	// nil for one verified on receipt (an allowed topic's, or a pending one
+	// an earlier version kept).
+	Envelope *sns.Message
 }
 
 // AccountSwitchState is an account's switch bookkeeping, which Account
@@ -155,9 +170,11 @@ type SwitchStore interface {
 	// ListAccessChanges returns up to limit steps, newest first, older than
 	// the step with id *before when before is not nil.
 	ListAccessChanges(ctx context.Context, teamID, accountID string, limit int, before *int64) ([]AccessChange, error)
-	// SavePendingSubscription keeps p until it expires; saving the same
-	// MessageID again does nothing.
-	SavePendingSubscription(ctx context.Context, p PendingSubscription) error
+	// SavePendingSubscription keeps p until it expires, as the topic's
+	// only pending subscription (replacing an older one; saving the same
+	// MessageID again does nothing), and then keeps only the newest max
+	// of all topics.
+	SavePendingSubscription(ctx context.Context, p PendingSubscription, max int) error
 	// TakePendingSubscriptions returns and deletes the topic's unexpired
 	// pending subscriptions (each is taken once) and deletes expired ones.
 	TakePendingSubscriptions(ctx context.Context, topicARN string, now time.Time) ([]PendingSubscription, error)

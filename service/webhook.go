@@ -10,10 +10,17 @@ import (
 )
 
 // SNSVerifier checks that an SNS delivery is authentic and fresh
-// (sns.Verifier).
+// (sns.Verifier): CheckOffline without the network, Verify completely.
 type SNSVerifier interface {
+	CheckOffline(m sns.Message) error
 	Verify(ctx context.Context, m sns.Message) error
 }
+
+// MaxDeferredBody bounds the body of a SubscriptionConfirmation kept
+// unverified: SNS's are under 2 KiB (a fixed sentence, a 256-digit token,
+// URLs), so 16 KiB refuses only what SNS never sends and bounds what the
+// pending subscriptions hold.
+const MaxDeferredBody = 16 << 10
 
 // Verdicts of an SNS delivery, for metrics and the answer's body.
 const (
@@ -21,7 +28,7 @@ const (
 	VerdictDuplicate    = "duplicate"    // SNS's retry of a message already taken
 	VerdictIgnored      = "ignored"      // verified, but nothing to do (Reason says why)
 	VerdictConfirming   = "confirming"   // a subscription of an allowed topic: being confirmed
-	VerdictPending      = "pending"      // a subscription of a topic no account lists yet: kept for 3 days
+	VerdictDeferred     = "deferred"     // a subscription of a topic no account lists yet: kept unverified for 3 days (202)
 	VerdictDisconnected = "disconnected" // unsubscribed, or the stack deleted: the account is disconnected
 	VerdictMalformed    = "malformed"    // 400
 	VerdictRejected     = "rejected"     // 403
@@ -54,13 +61,18 @@ const (
 const reasonResubscribed = "Kukie receives the stack's notifications again; the stack is being read."
 
 // Webhook takes SNS deliveries of customers' CloudFormation stack events:
-// each verified and bound to its account before anything is stored.
+// each verified and bound to its account before anything is stored, but
+// for the subscriptions of topics no account lists yet, which are kept
+// unverified (and bounded) for their confirmation job to verify.
 type Webhook struct {
 	Store    SwitchStore
 	Accounts AccountStore
 	Verifier SNSVerifier
 	Trigger  SwitchTrigger
 	Metrics  WebhookMetrics
+	// PendingMax bounds the deferred subscriptions of all topics
+	// together; 0 means DefaultPendingSubscriptionsMax.
+	PendingMax int
 	// Switches counts disconnections.
 	Switches SwitchMetrics
 	Logger   *slog.Logger
@@ -76,12 +88,17 @@ func (w *Webhook) log() *slog.Logger {
 
 // Deliver checks and takes one delivery, cheapest checks first and the
 // network last: the envelope parses (else EINVALID: 400); the header's
-// topic, when given, is the body's; the topic is one an account lists
-// (only a SubscriptionConfirmation may come from a topic not listed yet);
+// topic, when given, is the body's; the topic is one an account lists;
 // then the timestamp, certificate URL, certificate and signature (EFORBIDDEN:
-// 403; a failed certificate fetch or the database is EUNAVAILABLE: 503, so
-// SNS retries). What it stores never holds the body, a SubscribeURL, a
-// Token or an UnsubscribeURL, and nothing it logs does either.
+// 403; a failed certificate fetch, an empty fetch bucket or the database
+// is EUNAVAILABLE: 503, so SNS retries).
+//
+// Nothing of a topic no account lists reaches the network: its
+// Notification and UnsubscribeConfirmation are refused, and its
+// SubscriptionConfirmation, once the checks without network pass, is kept
+// unverified (VerdictDeferred) until an account lists the topic, whose
+// confirmation job verifies it before confirming. Nothing it logs holds
+// the body, a SubscribeURL, a Token or an UnsubscribeURL.
 func (w *Webhook) Deliver(ctx context.Context, body []byte, headerTopic string) (Delivery, error) {
 	d, err := w.deliver(ctx, body, headerTopic)
 	if err != nil {
@@ -138,13 +155,16 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 	if err != nil {
 		return Delivery{}, err
 	}
-	if !allowed && m.Type != sns.TypeSubscriptionConfirmation {
-		return rejectedTopic("unknown_topic", "The topic is not one of a connected account's stack notification topics.")
+	now := w.Now().UTC().Truncate(time.Microsecond)
+	if !allowed {
+		if m.Type != sns.TypeSubscriptionConfirmation {
+			return rejectedTopic("unknown_topic", "The topic is not one of a connected account's stack notification topics.")
+		}
+		return w.deferSubscription(ctx, m, len(body), now)
 	}
 	if err := w.Verifier.Verify(ctx, m); err != nil {
 		return Delivery{}, err
 	}
-	now := w.Now().UTC().Truncate(time.Microsecond)
 	switch m.Type {
 	case sns.TypeSubscriptionConfirmation:
 		if err := sns.SubscribeURLAllowed(m); err != nil {
@@ -152,13 +172,6 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 		}
 		p := PendingSubscription{TopicARN: m.TopicARN, MessageID: m.MessageID, SubscribeURL: m.SubscribeURL,
 			Token: m.Token, ReceivedAt: now}
-		if !allowed {
-			if err := w.Store.SavePendingSubscription(ctx, p); err != nil {
-				return Delivery{}, err
-			}
-			w.log().Info("SNS subscription kept until an account lists its topic", "topic", m.TopicARN, "message_id", m.MessageID)
-			return Delivery{Verdict: VerdictPending}, nil
-		}
 		if err := w.Trigger.Confirm(ctx, p); err != nil {
 			return Delivery{}, err
 		}
@@ -167,6 +180,35 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 		return w.disconnect(ctx, teamID, accountID, m, "unsubscribed", ReasonUnsubscribed)
 	}
 	return w.notification(ctx, teamID, accountID, m, now)
+}
+
+// deferSubscription keeps a SubscriptionConfirmation of a topic no account
+// lists, unverified and without touching the network: the checks that need
+// none (fields, certificate URL, timestamp, SubscribeURL) first, then the
+// whole envelope is stored as the topic's one pending subscription, within
+// PendingMax of all topics, for 3 days.
+func (w *Webhook) deferSubscription(ctx context.Context, m sns.Message, size int, now time.Time) (Delivery, error) {
+	if err := w.Verifier.CheckOffline(m); err != nil {
+		return Delivery{}, err
+	}
+	if err := sns.SubscribeURLAllowed(m); err != nil {
+		return Delivery{}, err
+	}
+	if size > MaxDeferredBody {
+		return rejectedTopic("too_large", "The SubscriptionConfirmation is larger than any SNS sends.")
+	}
+	limit := w.PendingMax
+	if limit <= 0 {
+		limit = DefaultPendingSubscriptionsMax
+	}
+	p := PendingSubscription{TopicARN: m.TopicARN, MessageID: m.MessageID, SubscribeURL: m.SubscribeURL,
+		Token: m.Token, ReceivedAt: now, Envelope: &m}
+	if err := w.Store.SavePendingSubscription(ctx, p, limit); err != nil {
+		return Delivery{}, err
+	}
+	w.log().Info("SNS subscription kept unverified until an account lists its topic", "topic", m.TopicARN,
+		"message_id", m.MessageID)
+	return Delivery{Verdict: VerdictDeferred}, nil
 }
 
 // notification binds a stack event to its account — the topic, the stack

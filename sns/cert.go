@@ -53,9 +53,13 @@ func newCertClient(roots *x509.CertPool, timeout time.Duration) *http.Client {
 }
 
 // certificate returns the certificate at rawURL from the cache, or fetches
-// it once however many callers ask at the same time. Only successes are
-// cached. The fetch runs detached from ctx (bounded by the fetch timeout) so
-// that one caller giving up does not fail the others waiting on it.
+// it once however many callers ask at the same time. A fetch that failed
+// is answered from the failure cache for FailureCacheTTL; a fetch takes a
+// token from the process-wide bucket, and fails with ReasonCertBudget
+// without connecting when there is none. A certificate in the cache is
+// returned whatever the bucket holds. The fetch runs detached from ctx
+// (bounded by the fetch timeout) so that one caller giving up does not
+// fail the others waiting on it.
 func (v *Verifier) certificate(ctx context.Context, rawURL string) (*x509.Certificate, error) {
 	if c, ok := v.cache.Get(rawURL); ok {
 		return c, nil
@@ -66,8 +70,19 @@ func (v *Verifier) certificate(ctx context.Context, rawURL string) (*x509.Certif
 		if c, ok := v.cache.Get(rawURL); ok {
 			return c, nil
 		}
+		now := v.now()
+		if f, ok := v.failures.Get(rawURL); ok {
+			if now.Sub(f.at) < FailureCacheTTL {
+				return nil, f.err
+			}
+			v.failures.Remove(rawURL)
+		}
+		if !v.bucket.AllowN(now, 1) {
+			return nil, transient(ReasonCertBudget, "too many signing certificates fetched lately; not fetching this one now", nil)
+		}
 		c, err := v.fetch(context.WithoutCancel(ctx), rawURL)
 		if err != nil {
+			v.failures.Add(rawURL, failedFetch{err: err, at: now})
 			return nil, err
 		}
 		v.cache.Add(rawURL, c)

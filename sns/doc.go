@@ -3,9 +3,12 @@
 //
 // A delivery is checked cheapest first: ParseMessage (the JSON envelope),
 // CheckTime (freshness), CheckCertURL (the signing certificate can only come
-// from the topic's own SNS host) and then Verifier.Verify, which also runs
-// those checks, fetches the certificate and verifies the RSA signature over
-// StringToSign. Errors wrap ErrMalformed (answer 400), ErrRejected (403) or
+// from the topic's own SNS host, in a region the AWS SDK knows) — together
+// Verifier.CheckOffline — and then Verifier.Verify, which also runs those
+// checks, fetches the certificate and verifies the RSA signature over
+// StringToSign. Certificates not cached are fetched from one process-wide
+// token bucket, and a failed fetch is remembered FailureCacheTTL, so forged
+// messages cannot turn into a stream of outbound fetches. Errors wrap ErrMalformed (answer 400), ErrRejected (403) or
 // ErrTransient (503, so SNS retries) and carry a stable Reason for metrics.
 //
 // The certificate fetch uses ordinary TLS verification against the system

@@ -40,6 +40,7 @@ const (
 	ReasonCertRedirect     Reason = "cert_redirect"     // certificate host answered a redirect (ErrTransient)
 	ReasonCertTimeout      Reason = "cert_timeout"      // certificate fetch timed out (ErrTransient)
 	ReasonCertTooLarge     Reason = "cert_too_large"    // certificate response over the size cap (ErrTransient)
+	ReasonCertBudget       Reason = "cert_budget"       // the process-wide certificate fetch bucket is empty: not fetched (ErrTransient)
 	ReasonStackEvent       Reason = "stack_event"       // stack event text does not parse (ErrBadStackEvent)
 )
 

@@ -29,8 +29,8 @@ var partitionDomain = map[string]string{
 }
 
 // ParseTopicARN parses an SNS topic ARN of a supported partition (aws,
-// aws-cn, aws-us-gov) whose region belongs to that partition. It fails with
-// ErrMalformed.
+// aws-cn, aws-us-gov) whose region is one the AWS SDK knows in that
+// partition (knownRegions). It fails with ErrMalformed.
 func ParseTopicARN(arn string) (Topic, error) {
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sns" {
@@ -41,7 +41,7 @@ func ParseTopicARN(arn string) (Topic, error) {
 		return Topic{}, malformed(ReasonTopicARN, "TopicArn partition is not supported")
 	}
 	if !regionPattern.MatchString(t.Region) || !regionInPartition(t.Region, t.Partition) {
-		return Topic{}, malformed(ReasonTopicARN, "TopicArn region is not a region of its partition")
+		return Topic{}, malformed(ReasonTopicARN, "TopicArn region is not a known region of its partition")
 	}
 	if !accountPattern.MatchString(t.Account) {
 		return Topic{}, malformed(ReasonTopicARN, "TopicArn account is not 12 digits")
@@ -50,19 +50,6 @@ func ParseTopicARN(arn string) (Topic, error) {
 		return Topic{}, malformed(ReasonTopicARN, "TopicArn name is not a topic name")
 	}
 	return t, nil
-}
-
-func regionInPartition(region, partition string) bool {
-	cn := strings.HasPrefix(region, "cn-")
-	gov := strings.HasPrefix(region, "us-gov-")
-	switch partition {
-	case "aws-cn":
-		return cn
-	case "aws-us-gov":
-		return gov
-	default:
-		return !cn && !gov
-	}
 }
 
 // SNSHost is the topic's regional SNS endpoint, the only host trusted for

@@ -83,6 +83,11 @@ func TestCheckCertURL(t *testing.T) {
 		{"ErrTopicChinaRegionInAWS", "arn:aws:sns:cn-north-1:123456789012:t"},
 		{"ErrTopicAWSRegionInChina", "arn:aws-cn:sns:us-east-1:123456789012:t"},
 		{"ErrTopicName", "arn:aws:sns:us-east-1:123456789012:t/../"},
+		// Well-formed, but no region the AWS SDK knows: its SNS host is
+		// never looked up.
+		{"ErrTopicUnknownRegion", "arn:aws:sns:us-east-9:123456789012:t"},
+		{"ErrTopicMadeUpRegion", "arn:aws:sns:zz-nowhere-1:123456789012:t"},
+		{"ErrTopicGlobalPseudoRegion", "arn:aws:sns:aws-global:123456789012:t"},
 	}
 	for _, tt := range badTopics {
 		t.Run(tt.name, func(t *testing.T) {

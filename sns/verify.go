@@ -14,14 +14,37 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 )
 
 // Defaults for the zero fields of Options.
+//
+// The certificate fetch bucket: SNS signs with one certificate per region
+// and rotates it rarely (months apart), so a process needs one fetch per
+// region it hears from, plus one per rotation. A burst of 10 lets a cold
+// process learn 10 regions at once; one new fetch a second after that is
+// far above any genuine need and keeps what forged messages of a listed
+// topic can make the process fetch (each naming another file on the SNS
+// host) to one request a second, to AWS's own hosts only.
 const (
 	DefaultMaxAge       = time.Hour
 	DefaultFetchTimeout = 5 * time.Second // well under SNS's ~15 s delivery timeout
 	DefaultCacheSize    = 64
+	DefaultFetchRate    = rate.Limit(1) // uncached certificate fetches a second, process-wide
+	DefaultFetchBurst   = 10
 )
+
+// FailureCacheTTL is how long a failed certificate fetch is remembered: a
+// delivery naming that URL meanwhile is answered ErrTransient without a
+// fetch. SNS retries a failed HTTP delivery 3 times 20 s apart, so 30 s
+// still lets the second retry (40 s after the first try) fetch again; a
+// longer negative cache would lose genuine first deliveries.
+const FailureCacheTTL = 30 * time.Second
+
+// failureCacheSize bounds the remembered failures; each took a token from
+// the fetch bucket, so at the defaults no more than about 40 are younger
+// than FailureCacheTTL.
+const failureCacheSize = 1024
 
 // Options tunes a Verifier; the zero value is the production setting.
 type Options struct {
@@ -36,6 +59,13 @@ type Options struct {
 	// CacheSize is how many fetched certificates are kept (least recently
 	// used out first); 0 means DefaultCacheSize.
 	CacheSize int
+	// FetchRate and FetchBurst are the process-wide token bucket of
+	// certificate fetches: a certificate in the cache, or a fetch already
+	// under way, takes no token; a fetch beyond the bucket fails with
+	// ErrTransient (ReasonCertBudget) without connecting. 0 means
+	// DefaultFetchRate and DefaultFetchBurst.
+	FetchRate  rate.Limit
+	FetchBurst int
 }
 
 // Verifier checks that SNS deliveries are authentic and fresh. It is safe
@@ -47,7 +77,15 @@ type Verifier struct {
 	fetchTimeout time.Duration
 	client       *http.Client
 	cache        *lru.Cache[string, *x509.Certificate]
+	failures     *lru.Cache[string, failedFetch]
+	bucket       *rate.Limiter
 	flight       singleflight.Group
+}
+
+// failedFetch is a fetch failure remembered until FailureCacheTTL after at.
+type failedFetch struct {
+	err error
+	at  time.Time
 }
 
 // New builds a Verifier. It trusts the system roots — which Go loads once
@@ -56,8 +94,9 @@ type Verifier struct {
 // trusts, and fails if there are none. It reads HTTPS_PROXY and NO_PROXY
 // now (see newCertClient).
 func New(o Options) (*Verifier, error) {
-	if o.MaxAge < 0 || o.FetchTimeout < 0 || o.CacheSize < 0 {
-		return nil, fmt.Errorf("sns: negative option (MaxAge %v, FetchTimeout %v, CacheSize %d)", o.MaxAge, o.FetchTimeout, o.CacheSize)
+	if o.MaxAge < 0 || o.FetchTimeout < 0 || o.CacheSize < 0 || o.FetchRate < 0 || o.FetchBurst < 0 {
+		return nil, fmt.Errorf("sns: negative option (MaxAge %v, FetchTimeout %v, CacheSize %d, FetchRate %v, FetchBurst %d)",
+			o.MaxAge, o.FetchTimeout, o.CacheSize, o.FetchRate, o.FetchBurst)
 	}
 	v := &Verifier{now: o.Now, maxAge: o.MaxAge, fetchTimeout: o.FetchTimeout}
 	if v.now == nil {
@@ -78,6 +117,17 @@ func New(o Options) (*Verifier, error) {
 		return nil, fmt.Errorf("sns: certificate cache: %w", err)
 	}
 	v.cache = cache
+	if v.failures, err = lru.New[string, failedFetch](failureCacheSize); err != nil {
+		return nil, fmt.Errorf("sns: failure cache: %w", err)
+	}
+	fetchRate, burst := o.FetchRate, o.FetchBurst
+	if fetchRate == 0 {
+		fetchRate = DefaultFetchRate
+	}
+	if burst == 0 {
+		burst = DefaultFetchBurst
+	}
+	v.bucket = rate.NewLimiter(fetchRate, burst)
 	roots, err := x509.SystemCertPool()
 	if err != nil {
 		return nil, fmt.Errorf("sns: system root certificates: %w", err)
@@ -86,21 +136,41 @@ func New(o Options) (*Verifier, error) {
 	return v, nil
 }
 
-// Verify checks m completely, network last: its fields (ErrMalformed), the
-// certificate URL and the Timestamp (ErrRejected), then fetches the signing
-// certificate (ErrTransient if that fails), checks the certificate's
-// validity dates and the RSA signature over StringToSign with SHA1
-// (version 1) or SHA256 (version 2) (ErrRejected). It never fetches a URL
-// CheckCertURL refuses.
-func (v *Verifier) Verify(ctx context.Context, m Message) error {
+// CheckOffline runs every check of Verify that needs no network, at the
+// Verifier's clock: the fields (ErrMalformed), the certificate URL and the
+// Timestamp (ErrRejected). A message it accepts is not authentic yet.
+func (v *Verifier) CheckOffline(m Message) error {
+	return v.checkOffline(m, v.now())
+}
+
+func (v *Verifier) checkOffline(m Message, now time.Time) error {
 	if err := validate(m); err != nil {
 		return err
 	}
 	if err := CheckCertURL(m.SigningCertURL, m.TopicARN); err != nil {
 		return err
 	}
-	now := v.now()
-	if err := CheckTime(m, now, v.maxAge); err != nil {
+	return CheckTime(m, now, v.maxAge)
+}
+
+// Verify checks m completely, network last: CheckOffline, then fetches
+// the signing certificate (ErrTransient if that fails, or if the fetch
+// bucket is empty), checks the certificate's validity dates and the RSA
+// signature over StringToSign with SHA1 (version 1) or SHA256 (version 2)
+// (ErrRejected). It never fetches a URL CheckCertURL refuses.
+func (v *Verifier) Verify(ctx context.Context, m Message) error {
+	return v.verifyAt(ctx, m, v.now())
+}
+
+// VerifyReceived verifies m, kept unverified since receivedAt, as Verify
+// would have then: its Timestamp and the certificate's validity dates are
+// judged at receivedAt; the certificate is fetched now.
+func (v *Verifier) VerifyReceived(ctx context.Context, m Message, receivedAt time.Time) error {
+	return v.verifyAt(ctx, m, receivedAt)
+}
+
+func (v *Verifier) verifyAt(ctx context.Context, m Message, now time.Time) error {
+	if err := v.checkOffline(m, now); err != nil {
 		return err
 	}
 	text, err := StringToSign(m)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kukie/gitops-server/internal/testclock"
 )
 
 // hangGuard only catches hangs; no test asserts on elapsed time.
@@ -355,18 +357,22 @@ func TestVerifyFetchFailures(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := mustSNSHost(t, hostOptions{})
+			clock := testclock.New(testNow)
+			h := mustSNSHost(t, hostOptions{verifier: Options{Now: clock.Now}})
 			path := fmt.Sprintf("/SimpleNotificationService-f%d.pem", i)
 			h.mux.Handle(path, tt.handler)
 			m := withCert(t, notification(testNow), path, SignatureVersion2)
-			for attempt := range 2 {
+			// The failure is remembered for FailureCacheTTL, then fetched
+			// again.
+			for attempt, step := range []time.Duration{0, FailureCacheTTL - time.Millisecond, time.Millisecond} {
+				clock.Advance(step)
 				err := h.verifier.Verify(t.Context(), m)
 				if !errors.Is(err, ErrTransient) || ReasonOf(err) != tt.reason {
 					t.Fatalf("Verify attempt %d = %v, want ErrTransient (%s)", attempt, err, tt.reason)
 				}
-			}
-			if n := h.hitCount(path); n != 2 {
-				t.Errorf("failing certificate fetched %d times, want 2 (failures are not cached)", n)
+				if n, want := h.hitCount(path), []int{1, 1, 2}[attempt]; n != want {
+					t.Errorf("after attempt %d the failing certificate was fetched %d times, want %d", attempt, n, want)
+				}
 			}
 			if n := h.hitCount(testCertPath); n != 0 {
 				t.Errorf("redirect target fetched %d times, want 0", n)
@@ -382,7 +388,8 @@ func TestVerifyFetchFailures(t *testing.T) {
 		}
 	})
 	t.Run("SuccessAfterFailure", func(t *testing.T) {
-		h := mustSNSHost(t, hostOptions{})
+		clock := testclock.New(testNow)
+		h := mustSNSHost(t, hostOptions{verifier: Options{Now: clock.Now}})
 		path := "/SimpleNotificationService-a1.pem"
 		var mu sync.Mutex
 		failed := false
@@ -400,6 +407,7 @@ func TestVerifyFetchFailures(t *testing.T) {
 		if err := h.verifier.Verify(t.Context(), m); !errors.Is(err, ErrTransient) {
 			t.Fatalf("first Verify = %v, want ErrTransient", err)
 		}
+		clock.Advance(FailureCacheTTL) // SNS's second retry
 		for range 3 {
 			if err := h.verifier.Verify(t.Context(), m); err != nil {
 				t.Fatalf("Verify = %v, want nil", err)

@@ -125,8 +125,8 @@ func TestDeleteExpiredPendingSubscriptions(t *testing.T) {
 	ctx := context.Background()
 	topic := "arn:aws:sns:eu-west-1:123456789012:kukie"
 	for i, at := range []time.Time{accountTime, accountTime.Add(2 * 24 * time.Hour)} {
-		if err := db.SavePendingSubscription(ctx, service.PendingSubscription{TopicARN: topic, MessageID: fmt.Sprint("m", i),
-			SubscribeURL: "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription", Token: "t", ReceivedAt: at}); err != nil {
+		if err := db.SavePendingSubscription(ctx, service.PendingSubscription{TopicARN: fmt.Sprint(topic, i), MessageID: fmt.Sprint("m", i),
+			SubscribeURL: "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription", Token: "t", ReceivedAt: at}, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestDeleteExpiredPendingSubscriptions(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("deleted %d, %v; want the first one", n, err)
 	}
-	left, err := db.TakePendingSubscriptions(ctx, topic, accountTime.Add(service.PendingSubscriptionTTL))
+	left, err := db.TakePendingSubscriptions(ctx, topic+"1", accountTime.Add(service.PendingSubscriptionTTL))
 	if err != nil || len(left) != 1 || left[0].MessageID != "m1" {
 		t.Errorf("left: %+v, %v", left, err)
 	}

@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/sns"
 )
 
 var _ service.SwitchStore = (*DB)(nil)
@@ -253,14 +256,48 @@ func accountExists(ctx context.Context, tx pgx.Tx, teamID, accountID string) err
 	return nil
 }
 
+// pendingSubscriptionsLock serialises saves of pending subscriptions, so
+// that the bound on their total holds exactly.
+const pendingSubscriptionsLock = "kukie.sns_pending_subscriptions"
+
 // SavePendingSubscription keeps p until ReceivedAt plus
-// service.PendingSubscriptionTTL (p.ExpiresAt is not read). Saving the same
-// MessageID again does nothing.
-func (db *DB) SavePendingSubscription(ctx context.Context, p service.PendingSubscription) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO sns_pending_subscriptions (message_id, topic_arn, subscribe_url, token,
-			received_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_id) DO NOTHING`,
-		p.MessageID, p.TopicARN, p.SubscribeURL, p.Token, p.ReceivedAt, p.ReceivedAt.Add(service.PendingSubscriptionTTL))
+// service.PendingSubscriptionTTL (p.ExpiresAt is not read) as its topic's
+// only pending subscription: a newer one of the topic replaces it, and
+// saving the same MessageID again does nothing (SNS's retry). Then it
+// deletes the expired ones and all but the newest max (oldest received
+// first).
+func (db *DB) SavePendingSubscription(ctx context.Context, p service.PendingSubscription, max int) error {
+	envelope := ""
+	if p.Envelope != nil {
+		b, err := json.Marshal(p.Envelope)
+		if err != nil {
+			return err
+		}
+		envelope = string(b)
+	}
+	if max < 1 {
+		max = 1
+	}
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, pendingSubscriptionsLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sns_pending_subscriptions AS p (topic_arn, message_id, subscribe_url, token,
+				envelope, received_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (topic_arn) DO UPDATE SET message_id = EXCLUDED.message_id, subscribe_url = EXCLUDED.subscribe_url,
+				token = EXCLUDED.token, envelope = EXCLUDED.envelope, received_at = EXCLUDED.received_at,
+				expires_at = EXCLUDED.expires_at
+			WHERE p.message_id <> EXCLUDED.message_id`,
+			p.TopicARN, p.MessageID, p.SubscribeURL, p.Token, envelope, p.ReceivedAt,
+			p.ReceivedAt.Add(service.PendingSubscriptionTTL)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM sns_pending_subscriptions WHERE expires_at <= $1
+			OR topic_arn IN (SELECT topic_arn FROM sns_pending_subscriptions
+				ORDER BY received_at DESC, message_id DESC OFFSET $2)`, p.ReceivedAt, max)
+		return err
+	})
 	return mapError(err)
 }
 
@@ -295,9 +332,9 @@ func (db *DB) TakePendingSubscriptionsTx(ctx context.Context, topicARN string, n
 				DELETE FROM sns_pending_subscriptions WHERE expires_at <= $2
 			), taken AS (
 				DELETE FROM sns_pending_subscriptions WHERE topic_arn = $1 AND expires_at > $2
-				RETURNING topic_arn, message_id, subscribe_url, token, received_at, expires_at
+				RETURNING topic_arn, message_id, subscribe_url, token, envelope, received_at, expires_at
 			)
-			SELECT topic_arn, message_id, subscribe_url, token, received_at, expires_at FROM taken
+			SELECT topic_arn, message_id, subscribe_url, token, envelope, received_at, expires_at FROM taken
 			ORDER BY received_at, message_id`, topicARN, now)
 		var err error
 		out, err = pgx.CollectRows(rows, scanPendingSubscription)
@@ -320,8 +357,17 @@ func (db *DB) TakePendingSubscriptionsTx(ctx context.Context, topicARN string, n
 
 func scanPendingSubscription(row pgx.CollectableRow) (service.PendingSubscription, error) {
 	var p service.PendingSubscription
-	err := row.Scan(&p.TopicARN, &p.MessageID, &p.SubscribeURL, &p.Token, &p.ReceivedAt, &p.ExpiresAt)
-	return p, err
+	var envelope string
+	if err := row.Scan(&p.TopicARN, &p.MessageID, &p.SubscribeURL, &p.Token, &envelope, &p.ReceivedAt, &p.ExpiresAt); err != nil {
+		return p, err
+	}
+	if envelope != "" {
+		p.Envelope = new(sns.Message)
+		if err := json.Unmarshal([]byte(envelope), p.Envelope); err != nil {
+			return p, fmt.Errorf("pending subscription %s: envelope: %w", p.MessageID, err)
+		}
+	}
+	return p, nil
 }
 
 // AccountGenerations returns the account's desired and applied generations.

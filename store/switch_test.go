@@ -15,6 +15,7 @@ import (
 
 	"github.com/kukie/gitops-server/internal/pgtest"
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
 )
 
@@ -575,35 +576,43 @@ func TestPendingSubscriptions(t *testing.T) {
 			SubscribeURL: "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=" + topic + "&Token=tok-" + id,
 			Token:        "tok-" + id, ReceivedAt: received}
 	}
-	old := pending("m-old", topic, accountTime)
-	fresh := pending("m-fresh", topic, accountTime.Add(time.Hour))
-	other := pending("m-other", "arn:aws:sns:eu-west-1:123456789012:other", accountTime)
-	for _, p := range []service.PendingSubscription{fresh, old, other, old} { // old twice: idempotent
-		if err := db.SavePendingSubscription(ctx, p); err != nil {
+	save := func(t *testing.T, p service.PendingSubscription, max int) {
+		t.Helper()
+		if err := db.SavePendingSubscription(ctx, p, max); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if n := count(t, db, `SELECT count(*) FROM sns_pending_subscriptions`); n != 3 {
-		t.Fatalf("%d stored, want 3", n)
-	}
-	// Saving the same MessageId again does not move its expiry.
-	again := old
-	again.ReceivedAt = accountTime.Add(48 * time.Hour)
-	if err := db.SavePendingSubscription(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-
-	// One microsecond before old's three days are up, both are taken, oldest first.
-	now := accountTime.Add(service.PendingSubscriptionTTL - time.Microsecond)
-	got, err := db.TakePendingSubscriptions(ctx, topic, now)
-	if err != nil {
-		t.Fatal(err)
 	}
 	withExpiry := func(p service.PendingSubscription) service.PendingSubscription {
 		p.ExpiresAt = p.ReceivedAt.Add(3 * 24 * time.Hour)
 		return p
 	}
-	if diff := cmp.Diff([]service.PendingSubscription{withExpiry(old), withExpiry(fresh)}, got); diff != "" {
+	old := pending("m-old", topic, accountTime)
+	fresh := pending("m-fresh", topic, accountTime.Add(time.Hour))
+	fresh.Envelope = &sns.Message{Type: sns.TypeSubscriptionConfirmation, MessageID: fresh.MessageID, TopicARN: topic,
+		Message: "You have chosen to subscribe.\nVisit the SubscribeURL.", Timestamp: "2026-03-04T05:06:07.000Z",
+		SignatureVersion: "1", Signature: "c2ln", SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-ab.pem",
+		SubscribeURL: fresh.SubscribeURL, Token: fresh.Token}
+	other := pending("m-other", "arn:aws:sns:eu-west-1:123456789012:other", accountTime)
+	// One per topic: the newest replaces the older; the same MessageId
+	// again (SNS's retry) changes nothing, its expiry included.
+	for _, p := range []service.PendingSubscription{old, other, old, fresh} {
+		save(t, p, 100)
+	}
+	again := fresh
+	again.ReceivedAt = accountTime.Add(48 * time.Hour)
+	save(t, again, 100)
+	if n := count(t, db, `SELECT count(*) FROM sns_pending_subscriptions`); n != 2 {
+		t.Fatalf("%d stored, want 2 (one per topic)", n)
+	}
+
+	// One microsecond before fresh's three days are up it is taken, with
+	// its envelope.
+	now := fresh.ReceivedAt.Add(service.PendingSubscriptionTTL - time.Microsecond)
+	got, err := db.TakePendingSubscriptions(ctx, topic, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]service.PendingSubscription{withExpiry(fresh)}, got); diff != "" {
 		t.Errorf("taken (-want +got):\n%s", diff)
 	}
 	t.Run("TakenOnce", func(t *testing.T) {
@@ -613,10 +622,7 @@ func TestPendingSubscriptions(t *testing.T) {
 		}
 	})
 	t.Run("ExpiredAfterThreeDays", func(t *testing.T) {
-		late := pending("m-late", topic, accountTime)
-		if err := db.SavePendingSubscription(ctx, late); err != nil {
-			t.Fatal(err)
-		}
+		save(t, pending("m-late", topic, accountTime), 100)
 		got, err := db.TakePendingSubscriptions(ctx, topic, accountTime.Add(3*24*time.Hour))
 		if err != nil || len(got) != 0 {
 			t.Errorf("taken at expiry: %+v, %v", got, err)
@@ -627,11 +633,7 @@ func TestPendingSubscriptions(t *testing.T) {
 		}
 	})
 	t.Run("ConcurrentTakesOnce", func(t *testing.T) {
-		for i := range 5 {
-			if err := db.SavePendingSubscription(ctx, pending(fmt.Sprint("m-", i), topic, accountTime)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		save(t, pending("m-once", topic, accountTime), 100)
 		taken := make([][]service.PendingSubscription, 4)
 		var wg sync.WaitGroup
 		for i := range taken {
@@ -643,25 +645,16 @@ func TestPendingSubscriptions(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		seen := map[string]int{}
+		n := 0
 		for _, ps := range taken {
-			for _, p := range ps {
-				seen[p.MessageID]++
-			}
+			n += len(ps)
 		}
-		if len(seen) != 5 {
-			t.Errorf("taken %v, want the 5 subscriptions", seen)
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("%s taken %d times", id, n)
-			}
+		if n != 1 {
+			t.Errorf("taken %d times, want once", n)
 		}
 	})
 	t.Run("InTxErrorPutsBack", func(t *testing.T) {
-		if err := db.SavePendingSubscription(ctx, pending("m-back", topic, accountTime)); err != nil {
-			t.Fatal(err)
-		}
+		save(t, pending("m-back", topic, accountTime), 100)
 		failed := errors.New("insert job failed")
 		var inTx []service.PendingSubscription
 		_, err := db.TakePendingSubscriptionsTx(ctx, topic, accountTime, func(_ pgx.Tx, taken []service.PendingSubscription) error {
@@ -673,6 +666,40 @@ func TestPendingSubscriptions(t *testing.T) {
 		}
 		if got, err := db.TakePendingSubscriptions(ctx, topic, accountTime); err != nil || len(got) != 1 {
 			t.Errorf("after the rollback: %+v, %v", got, err)
+		}
+	})
+	t.Run("BoundedTotal", func(t *testing.T) {
+		if _, err := db.Pool().Exec(ctx, `DELETE FROM sns_pending_subscriptions`); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			save(t, pending(fmt.Sprint("m-b", i), fmt.Sprint(topic, "-b", i), accountTime.Add(time.Duration(i)*time.Minute)), 3)
+		}
+		rows, err := db.Pool().Query(ctx, `SELECT message_id FROM sns_pending_subscriptions ORDER BY received_at`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if diff := cmp.Diff([]string{"m-b2", "m-b3", "m-b4"}, ids); err != nil || diff != "" {
+			t.Errorf("kept (-want +got), %v:\n%s", err, diff)
+		}
+	})
+	t.Run("ConcurrentSavesBounded", func(t *testing.T) {
+		if _, err := db.Pool().Exec(ctx, `DELETE FROM sns_pending_subscriptions`); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				p := pending(fmt.Sprint("m-c", i), fmt.Sprint(topic, "-c", i), accountTime)
+				if err := db.SavePendingSubscription(ctx, p, 5); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := count(t, db, `SELECT count(*) FROM sns_pending_subscriptions`); n != 5 {
+			t.Errorf("%d kept after 20 concurrent saves, want the bound of 5", n)
 		}
 	})
 }

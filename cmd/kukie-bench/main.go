@@ -19,7 +19,9 @@
 // the cold list against the raw LIST, memory and a heap profile with 1,000
 // clusters, the sidebar of 200 clusters), each beside the issue's figure;
 // `kukie-bench soak [-for 5m -clients 64 -warmup 1m]` runs issue 13's
-// bounded load and soak (`make soak`, see soak.go).
+// bounded load and soak (`make soak`, see soak.go); `kukie-bench packbomb
+// -server BIN` measures issue 19's peak memory while the server fetches a
+// 768 MiB pack bomb (see packbomb.go).
 package main
 
 import (
@@ -78,6 +80,13 @@ func main() {
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "soak" {
 		if err := soak(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "packbomb" {
+		if err := packBomb(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "kukie-bench:", err)
 			os.Exit(1)
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/kukie/gitops-server/jobs"
 	"github.com/kukie/gitops-server/kube"
 	"github.com/kukie/gitops-server/netguard"
+	"github.com/kukie/gitops-server/render"
 	"github.com/kukie/gitops-server/secretbox"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/sns"
@@ -63,6 +65,15 @@ type config struct {
 	// (KUKIE_RENDER_TIMEOUT).
 	GitAllowedPrivateHosts []netguard.AllowEntry
 	RenderTimeout          time.Duration
+	// RenderSandbox is which layers keep render children off the network
+	// (KUKIE_RENDER_SANDBOX: auto, seccomp or namespace).
+	RenderSandbox render.SandboxMode
+	// RenderConcurrency is how many renders run at once per replica
+	// (KUKIE_RENDER_CONCURRENCY, default GOMAXPROCS, which follows the
+	// container's CPU limit); RenderQueueTimeout is how long a render waits
+	// for a slot before render_busy (KUKIE_RENDER_QUEUE_TIMEOUT).
+	RenderConcurrency  int
+	RenderQueueTimeout time.Duration
 	// TrustedProxies are the load balancers or ingress controllers whose
 	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
 	TrustedProxies api.TrustedProxies
@@ -71,6 +82,10 @@ type config struct {
 	// (KUKIE_REPO_CACHE_BYTES, default 1 GiB).
 	RepoCacheDir   string
 	RepoCacheBytes int64
+	// RepoMaxFetchBytes bounds what the objects of one repository fetch
+	// inflate to, deepening included (KUKIE_REPO_MAX_FETCH_BYTES, default
+	// 1 GiB).
+	RepoMaxFetchBytes int64
 
 	// SecretKeys seals and opens stored repository secrets
 	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
@@ -85,6 +100,10 @@ const (
 	maxClusterQPS   = 1000
 	maxClusterBurst = 2000
 )
+
+// maxRenderConcurrency bounds KUKIE_RENDER_CONCURRENCY: each render is a
+// child process with its own memory share.
+const maxRenderConcurrency = 256
 
 // configError names the variable that is wrong; its text is the one line
 // the process prints before exiting.
@@ -121,6 +140,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		ReconcileInterval:  jobs.DefaultReconcileInterval,
 		SNSMaxMessageAge:   sns.DefaultMaxAge,
 		RenderTimeout:      60 * time.Second,
+		RenderConcurrency:  runtime.GOMAXPROCS(0),
+		RenderQueueTimeout: service.DefaultRenderQueueTimeout,
 	}
 	if c.DatabaseURL == "" {
 		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
@@ -199,6 +220,9 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
+	if c.RenderSandbox, err = render.ParseSandboxMode(getenv("KUKIE_RENDER_SANDBOX")); err != nil {
+		return c, &configError{"KUKIE_RENDER_SANDBOX", "must be auto, seccomp or namespace"}
+	}
 	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
 	if s := strings.TrimSpace(getenv("KUKIE_REPO_CACHE_BYTES")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -206,6 +230,28 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 			return c, &configError{"KUKIE_REPO_CACHE_BYTES", "must be a whole number of bytes, at least 1048576"}
 		}
 		c.RepoCacheBytes = n
+	}
+	c.RepoMaxFetchBytes = 1 << 30
+	if s := strings.TrimSpace(getenv("KUKIE_REPO_MAX_FETCH_BYTES")); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1<<20 {
+			return c, &configError{"KUKIE_REPO_MAX_FETCH_BYTES", "must be a whole number of bytes, at least 1048576"}
+		}
+		c.RepoMaxFetchBytes = n
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CONCURRENCY")); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRenderConcurrency {
+			return c, &configError{"KUKIE_RENDER_CONCURRENCY", fmt.Sprintf("must be a whole number from 1 to %d", maxRenderConcurrency)}
+		}
+		c.RenderConcurrency = n
+	}
+	if s := strings.TrimSpace(getenv("KUKIE_RENDER_QUEUE_TIMEOUT")); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil || v <= 0 {
+			return c, &configError{"KUKIE_RENDER_QUEUE_TIMEOUT", "must be a duration above zero such as 10s"}
+		}
+		c.RenderQueueTimeout = v
 	}
 	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports, each optionally team-id=host: " + err.Error()}
@@ -317,8 +363,12 @@ func (c config) LogValue() slog.Value {
 		slog.Any("git_allowed_private_hosts", c.GitAllowedPrivateHosts),
 		slog.Any("trusted_proxies", c.TrustedProxies),
 		slog.String("render_timeout", c.RenderTimeout.String()),
+		slog.String("render_sandbox", string(c.RenderSandbox)),
+		slog.Int("render_concurrency", c.RenderConcurrency),
+		slog.String("render_queue_timeout", c.RenderQueueTimeout.String()),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
+		slog.Int64("repo_max_fetch_bytes", c.RepoMaxFetchBytes),
 	)
 }
 

@@ -63,7 +63,15 @@ func TestConfigErrors(t *testing.T) {
 		{"AllowedHostEveryoneBeforeTeam", map[string]string{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS": "git.shared,acme=git.acme"}, "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS"},
 		{"TrustedProxyByName", map[string]string{"KUKIE_TRUSTED_PROXIES": "lb.internal"}, "KUKIE_TRUSTED_PROXIES"},
 		{"RenderTimeoutZero", map[string]string{"KUKIE_RENDER_TIMEOUT": "0s"}, "KUKIE_RENDER_TIMEOUT"},
+		{"RenderSandboxUnknown", map[string]string{"KUKIE_RENDER_SANDBOX": "off"}, "KUKIE_RENDER_SANDBOX"},
+		{"RenderConcurrencyZero", map[string]string{"KUKIE_RENDER_CONCURRENCY": "0"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderConcurrencyNotANumber", map[string]string{"KUKIE_RENDER_CONCURRENCY": "many"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderConcurrencyTooHigh", map[string]string{"KUKIE_RENDER_CONCURRENCY": "257"}, "KUKIE_RENDER_CONCURRENCY"},
+		{"RenderQueueTimeoutZero", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "0s"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
+		{"RenderQueueTimeoutNotDuration", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "10"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
+		{"RepoMaxFetchBytesTiny", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1048575"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
+		{"RepoMaxFetchBytesNotANumber", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1GiB"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +106,7 @@ func TestConfigDefaultsAndMasking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.AdminAddr != ":9090" || cfg.MigrateOnStart {
+	if cfg.HTTPAddr != ":8080" || cfg.AdminAddr != ":9090" || cfg.MigrateOnStart || cfg.RenderSandbox != "auto" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	logged := cfg.LogValue().String()
@@ -240,5 +248,34 @@ func TestConfigAllowedPrivateHostsByTeam(t *testing.T) {
 	if _, err := loadConfig(func(k string) string { return env[k] }, false); !errors.As(err, &ce) ||
 		ce.name != "KUKIE_GIT_ALLOWED_PRIVATE_HOSTS" {
 		t.Errorf("a team id holding ',': %v, want a configError for KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", err)
+	}
+}
+
+// KUKIE_REPO_MAX_FETCH_BYTES defaults to 1 GiB, reads whole bytes and is
+// logged.
+func TestConfigRepoMaxFetchBytes(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	for _, c := range []struct {
+		name, set string
+		want      int64
+	}{{"Default", "", 1 << 30}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}} {
+		t.Run(c.name, func(t *testing.T) {
+			env["KUKIE_REPO_MAX_FETCH_BYTES"] = c.set
+			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RepoMaxFetchBytes != c.want {
+				t.Errorf("RepoMaxFetchBytes = %d, want %d", cfg.RepoMaxFetchBytes, c.want)
+			}
+			var logged strings.Builder
+			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
+			if want := fmt.Sprintf("config.repo_max_fetch_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
+				t.Errorf("logged %q, want %q in it", logged.String(), want)
+			}
+		})
 	}
 }

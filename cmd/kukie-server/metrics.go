@@ -77,7 +77,7 @@ func newSwitchMetrics(reg prometheus.Registerer) *switchMetrics {
 		}, []string{"why"}),
 		sns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kukie_sns_messages_total",
-			Help: "SNS deliveries to the webhook by verdict (accepted, duplicate, ignored, confirming, pending, disconnected, malformed, rejected, transient) and reason.",
+			Help: "SNS deliveries to the webhook by verdict (accepted, duplicate, ignored, confirming, deferred, disconnected, malformed, rejected, transient) and reason.",
 		}, []string{"verdict", "reason"}),
 	}
 	reg.MustRegister(m.switches, m.disconnected, m.sns)

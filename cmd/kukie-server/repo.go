@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -17,18 +18,19 @@ import (
 	"github.com/kukie/gitops-server/store"
 )
 
-// Render limits of the child process besides KUKIE_RENDER_TIMEOUT.
+// Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
+// memory share (renderChildLimits).
 const (
 	renderMaxOutput = 64 << 20
-	renderMaxMemory = 3 << 30 // address space: the Go runtime needs headroom
 	gitFetchTimeout = 2 * time.Minute
 )
 
 // newRepoView builds the repo tab: Git and Helm repositories through the
 // one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
-// this binary (`kukie-server render`).
-func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+// this binary (`kukie-server render`) under limits, in the sandbox
+// KUKIE_RENDER_SANDBOX finds at start.
+func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, limits render.Limits, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -41,8 +43,11 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	if err != nil {
 		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
 	}
+	if limits.Sandbox, err = renderSandbox(ctx, cfg.RenderSandbox, exe, limits, log); err != nil {
+		return nil, nil, err
+	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
-		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes})
+		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes})
 	if err := fetcher.CacheDirErr(); err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
@@ -51,7 +56,7 @@ func newRepoView(cfg config, db *store.DB, argo *service.ArgoCD, versions servic
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
-		Renderer:       childRenderer{binary: exe, limits: render.Limits{Timeout: cfg.RenderTimeout, MaxOutputBytes: renderMaxOutput, MaxMemoryBytes: renderMaxMemory}},
+		Renderer:       childRenderer{binary: exe, limits: limits},
 		ManifestMasker: manifestMasker{masker}}
 	return view, repos, nil
 }
@@ -70,13 +75,31 @@ func storedRepoAuth(db *store.DB, keys *secretbox.Keyring) func(context.Context,
 	}
 }
 
+// fileMasker and manifestMasker are the masker as the service sees it: the
+// masked text with the secrets removed, which the request cuts from its
+// other texts through Redact.
 type fileMasker struct{ m *mask.Masker }
 
-func (f fileMasker) File(path string, content []byte) []byte { return f.m.File(path, content).Content }
+var (
+	_ service.SecretMasker   = fileMasker{}
+	_ service.ManifestMasker = manifestMasker{}
+)
+
+func (f fileMasker) File(path string, content []byte) service.MaskedText {
+	r := f.m.File(path, content)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (fileMasker) Redact(text string, secrets []string) string {
+	return mask.Redactions(secrets).Apply(text)
+}
 
 type manifestMasker struct{ m *mask.Masker }
 
-func (f manifestMasker) Manifests(yaml []byte) []byte { return f.m.Manifests(yaml).Content }
+func (f manifestMasker) Manifests(yaml []byte) service.MaskedText {
+	r := f.m.Manifests(yaml)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
 
 // childRenderer renders in a child process of this binary.
 type childRenderer struct {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,14 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if limit, err := memlimit.SetGoMemLimitWithOpts(memlimit.WithLogger(log.With("component", "memlimit"))); err == nil {
 		log.Info("Go memory limit set from the container", "bytes", limit)
 	}
+	// Each render child's memory is its share of what the container
+	// leaves beside that limit.
+	renderLimits, err := renderChildLimits(cfg, memlimit.FromCgroup, debug.SetMemoryLimit(-1))
+	if err != nil {
+		return err
+	}
+	log.Info("render limits", "concurrency", cfg.RenderConcurrency, "queue_timeout", cfg.RenderQueueTimeout.String(),
+		"child_memory_bytes", renderLimits.MaxMemoryBytes)
 
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -281,10 +290,12 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		}
 	}()
 	argo := &service.ArgoCD{Clusters: db, Cache: snapshots, Detector: detector, Plans: db}
-	repoView, repos, err := newRepoView(cfg, db, argo, reader)
+	repoView, repos, err := newRepoView(ctx, cfg, db, argo, reader, renderLimits, log)
 	if err != nil {
 		return err
 	}
+	repoView.Queue = service.NewRenderQueue(cfg.RenderConcurrency, cfg.RenderQueueTimeout,
+		service.RenderQueueOptions{Metrics: newRenderMetrics(reg)})
 	clusters := &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys), RepoCheck: repos}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,

@@ -231,6 +231,21 @@ func (h *Host) Hits(path string) int {
 	return h.hits[path]
 }
 
+// CertFetches is how many requests the host has served for any signing
+// certificate path (/SimpleNotificationService-*), served or not: every
+// certificate fetch that reached SNS's stand-in.
+func (h *Host) CertFetches() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for path, hits := range h.hits {
+		if strings.HasPrefix(path, "/SimpleNotificationService-") {
+			n += hits
+		}
+	}
+	return n
+}
+
 // ConnectTargets lists the host:port of every CONNECT the proxy received,
 // tunnelled or refused, in order.
 func (h *Host) ConnectTargets() []string { return h.proxy.connectTargets() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kukie/gitops-server/internal/testclock"
 	"github.com/kukie/gitops-server/sns"
 )
 
@@ -257,12 +258,14 @@ func TestCertificateFaults(t *testing.T) {
 
 func TestSetCertModeRecovers(t *testing.T) {
 	h := mustHost(t, HostOptions{CertMode: CertServerError})
-	v := mustVerifier(t, h, sns.Options{})
+	clock := testclock.New(testNow)
+	v := mustVerifier(t, h, sns.Options{Now: clock.Now})
 	m := h.Sign(h.Notification(testTopic, "", "m"), sns.SignatureVersion1)
 	if err := v.Verify(testContext(t), m); !errors.Is(err, sns.ErrTransient) {
 		t.Fatalf("Verify while failing = %v, want ErrTransient", err)
 	}
 	h.SetCertMode(CertServe)
+	clock.Advance(sns.FailureCacheTTL) // the Verifier remembers the failure until then
 	if err := v.Verify(testContext(t), m); err != nil {
 		t.Fatalf("Verify after recovery: %v", err)
 	}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kukie/gitops-server/render"
+)
+
+// renderSandbox finds, once at start, which layers keep render children
+// (`binary render`) off the network under KUKIE_RENDER_SANDBOX, and logs them
+// in one line; its children run under limits. A forced mode the host refuses is a start-up error; auto
+// without seccomp is logged as a warning.
+func renderSandbox(ctx context.Context, mode render.SandboxMode, binary string, limits render.Limits, log *slog.Logger) (render.Sandbox, error) {
+	// The probe's children run under the renders' own limits, so what it
+	// finds is what a render gets.
+	probeLimits := limits
+	probeLimits.Timeout = time.Minute
+	rep, err := render.ProbeSandbox(ctx, mode, binary, []string{"render"}, probeLimits)
+	if err != nil {
+		return render.Sandbox{}, fmt.Errorf("KUKIE_RENDER_SANDBOX=%s: %w", mode, err)
+	}
+	level := slog.LevelInfo
+	if rep.Sandbox.NoSeccomp && mode == render.SandboxAuto {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"mode", string(rep.Mode), "layers", rep.Sandbox.Layers()}
+	if len(rep.Missing) > 0 {
+		attrs = append(attrs, "missing", rep.Missing)
+	}
+	log.Log(ctx, level, "render sandbox", attrs...)
+	return rep.Sandbox, nil
+}

@@ -1,0 +1,322 @@
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// objectOverhead is what the bookkeeping of one object (its entry in the
+// store and in the offset index) is charged against the fetch bound on top
+// of its bytes, so a pack of millions of empty objects is bounded too.
+const objectOverhead = 256
+
+// fetchBudget is what one fetch may inflate, across all its packs (the
+// fetch by id and every deepening step): each object's bytes plus
+// objectOverhead, at most max. inflated counts the bytes actually
+// inflated, for the Fetcher's counter.
+type fetchBudget struct {
+	max      int64
+	used     int64
+	inflated *int64Counter
+}
+
+// reserve takes n bytes from the budget before they are inflated; it
+// refuses when the fetch would pass its bound.
+func (b *fetchBudget) reserve(n int64) error {
+	if n < 0 || b.used+n > b.max {
+		return tooLarge(fmt.Sprintf("The objects of the fetch inflate to more than %d bytes.", b.max))
+	}
+	b.used += n
+	return nil
+}
+
+// int64Counter counts bytes across fetches; a nil one counts nothing.
+type int64Counter struct{ n atomic.Int64 }
+
+func (c *int64Counter) add(n int64) {
+	if c != nil {
+		c.n.Add(n)
+	}
+}
+
+func (c *int64Counter) load() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.n.Load()
+}
+
+// packBounds are the limits one pack is read within.
+type packBounds struct {
+	// maxObject bounds every object's declared size (commits, trees, tags
+	// and blobs alike; for a delta, its instructions and its target).
+	maxObject int64
+	// maxBlobs bounds the blobs of the pack together, when the pack is the
+	// commit alone at depth 1 (all its blobs are then the commit's files);
+	// 0 for a pack of history.
+	maxBlobs int64
+	budget   *fetchBudget
+}
+
+// errIncompletePack is a pack whose deltas name bases it does not hold.
+var errIncompletePack = errors.New("the pack holds deltas without their base")
+
+// readPack reads a pack stream into a store, one object at a time with
+// go-git's packfile.Scanner: every object's declared size — for a delta,
+// the target size in its header — is checked against the bounds before
+// it is inflated, and every byte inflated is counted against the fetch's
+// budget as it is produced. go-git's Parser is not used because it keeps
+// every delta's instructions in memory, unbounded, until the whole pack
+// is read; here a delta is applied as soon as its base is in the store.
+// Nothing but the store and the deltas still waiting for their base (both
+// within the budget) outlives one object.
+func readPack(r io.Reader, b packBounds) (*objectStore, error) {
+	sc := packfile.NewScanner(r)
+	_, count, err := sc.Header()
+	if err != nil {
+		return nil, err
+	}
+	p := &packReader{sc: sc, b: b, st: newObjectStore(count),
+		atOffset: map[int64]plumbing.Hash{}, waiting: map[any][]*pendingDelta{}}
+	for range count {
+		if err := p.next(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := sc.Checksum(); err != nil {
+		return nil, err
+	}
+	if p.pending > 0 {
+		return nil, errIncompletePack
+	}
+	return p.st, nil
+}
+
+type packReader struct {
+	sc *packfile.Scanner
+	b  packBounds
+	st *objectStore
+	// atOffset names the object (resolved) at each pack offset, for
+	// offset deltas.
+	atOffset map[int64]plumbing.Hash
+	// waiting holds deltas whose base is not resolved yet, by the base's
+	// offset (int64) or hash (plumbing.Hash).
+	waiting map[any][]*pendingDelta
+	pending int
+	blobs   int64
+}
+
+// pendingDelta is a delta read but not applied: its instructions, and
+// where it sits in the pack.
+type pendingDelta struct {
+	offset int64
+	target int64
+	data   []byte
+}
+
+func (p *packReader) next() error {
+	oh, err := p.sc.NextObjectHeader()
+	if err != nil {
+		return err
+	}
+	if err := p.b.budget.reserve(objectOverhead); err != nil {
+		return err
+	}
+	switch oh.Type {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+		if err := p.admit(oh.Type, oh.Length); err != nil {
+			return err
+		}
+		data, err := p.inflate(oh.Length, nil)
+		if err != nil {
+			return err
+		}
+		return p.store(oh.Offset, oh.Type, data)
+	case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
+		return p.readDelta(oh)
+	default:
+		return fmt.Errorf("%w: object type %v", packfile.ErrMalformedPackFile, oh.Type)
+	}
+}
+
+// admit checks an object of declared size n against the bounds, before
+// any of it is inflated, and reserves it in the budget.
+func (p *packReader) admit(typ plumbing.ObjectType, n int64) error {
+	if n > p.b.maxObject {
+		return tooLarge(fmt.Sprintf("The repository holds a %s of %d bytes, over the %d bytes allowed for one file.", typ, n, p.b.maxObject))
+	}
+	if typ == plumbing.BlobObject && p.b.maxBlobs > 0 {
+		if p.blobs+n > p.b.maxBlobs {
+			return tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", p.b.maxBlobs))
+		}
+		p.blobs += n
+	}
+	return p.b.budget.reserve(n)
+}
+
+// inflate reads the current object's n declared bytes. check, when set,
+// sees the bytes inflated so far after each write and may stop the
+// inflation.
+func (p *packReader) inflate(n int64, check func([]byte) error) ([]byte, error) {
+	w := &objectSink{buf: make([]byte, 0, n), check: check, inflated: p.b.budget.inflated}
+	written, _, err := p.sc.NextObject(w)
+	if w.err != nil {
+		return nil, w.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if written != n {
+		return nil, fmt.Errorf("%w: an object inflates to %d bytes, not the %d declared", packfile.ErrMalformedPackFile, written, n)
+	}
+	return w.buf, nil
+}
+
+// objectSink collects one object's inflated bytes into a buffer of its
+// declared size (the Scanner never writes past it) and counts them.
+type objectSink struct {
+	buf      []byte
+	check    func([]byte) error
+	inflated *int64Counter
+	err      error
+}
+
+func (s *objectSink) Write(b []byte) (int, error) {
+	if len(s.buf)+len(b) > cap(s.buf) {
+		return 0, packfile.ErrInflatedSizeMismatch
+	}
+	s.buf = append(s.buf, b...)
+	s.inflated.add(int64(len(b)))
+	if s.check != nil {
+		if err := s.check(s.buf); err != nil {
+			s.err = err
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// readDelta reads a delta's instructions — refusing on the target size in
+// their header as soon as it is inflated — and applies them when the base
+// is in the store, or keeps them until it is.
+func (p *packReader) readDelta(oh *packfile.ObjectHeader) error {
+	// The instructions of a target within maxObject: inserts cost one byte
+	// per 127, and the header at most 20.
+	if oh.Length > p.b.maxObject+p.b.maxObject/127+32 {
+		return tooLarge(fmt.Sprintf("The repository holds a delta of %d bytes, over the %d bytes allowed for one file.", oh.Length, p.b.maxObject))
+	}
+	if err := p.b.budget.reserve(oh.Length); err != nil {
+		return err
+	}
+	target := int64(-1)
+	data, err := p.inflate(oh.Length, func(b []byte) error {
+		if target >= 0 {
+			return nil
+		}
+		t, ok := deltaTargetSize(b)
+		if !ok {
+			return nil // the header is not all inflated yet
+		}
+		if t > p.b.maxObject {
+			return tooLarge(fmt.Sprintf("The repository holds an object of %d bytes, over the %d bytes allowed for one file.", t, p.b.maxObject))
+		}
+		target = t
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if target < 0 {
+		return fmt.Errorf("%w: a delta without its header", packfile.ErrInvalidDelta)
+	}
+	d := &pendingDelta{offset: oh.Offset, target: target, data: data}
+	var base any = oh.Reference
+	if oh.Type == plumbing.OFSDeltaObject {
+		if h, ok := p.atOffset[oh.OffsetReference]; ok {
+			base = h
+		} else {
+			base = oh.OffsetReference
+		}
+	}
+	if h, ok := base.(plumbing.Hash); ok && p.st.has(h) {
+		return p.apply(h, d)
+	}
+	p.waiting[base] = append(p.waiting[base], d)
+	p.pending++
+	return nil
+}
+
+// apply patches base with d, within the bounds, and stores the target.
+func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
+	o := p.st.objects[base]
+	if err := p.admit(o.typ, d.target); err != nil {
+		return err
+	}
+	data, err := packfile.PatchDelta(o.data, d.data)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != d.target {
+		return fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
+	}
+	if cap(data) > len(data)+len(data)/8 {
+		// PatchDelta's buffer grew by doubling: a file kept in a cached
+		// tree would hold up to twice its size.
+		data = bytes.Clone(data)
+	}
+	p.b.budget.inflated.add(int64(len(data)))
+	return p.store(d.offset, o.typ, data)
+}
+
+// store puts an object in the store and applies the deltas waiting for it.
+func (p *packReader) store(offset int64, typ plumbing.ObjectType, data []byte) error {
+	h := p.st.put(typ, data)
+	p.atOffset[offset] = h
+	for _, key := range []any{offset, h} {
+		waiting := p.waiting[key]
+		delete(p.waiting, key)
+		for _, d := range waiting {
+			p.pending--
+			if err := p.apply(h, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deltaTargetSize decodes the target size from the header of a delta's
+// instructions (two little-endian base-128 numbers: the base's size, then
+// the target's); ok is false while b does not hold the whole header yet.
+func deltaTargetSize(b []byte) (int64, bool) {
+	rest, ok := skipVarint(b)
+	if !ok {
+		return 0, false
+	}
+	var n uint64
+	for i, c := range rest {
+		if i >= 9 {
+			return 1<<63 - 1, true // over 63 bits: over any bound
+		}
+		n |= uint64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+func skipVarint(b []byte) ([]byte, bool) {
+	for i, c := range b {
+		if c&0x80 == 0 {
+			return b[i+1:], true
+		}
+	}
+	return nil, false
+}
