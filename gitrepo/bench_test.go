@@ -31,8 +31,17 @@ func (inProcessRenderer) Render(_ context.Context, in service.RenderInput) (serv
 
 type maskFiles struct{ m *mask.Masker }
 
-func (f maskFiles) File(p string, b []byte) []byte { return f.m.File(p, b).Content }
-func (f maskFiles) Manifests(b []byte) []byte      { return f.m.Manifests(b).Content }
+func (f maskFiles) File(p string, b []byte) service.MaskedText {
+	r := f.m.File(p, b)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (f maskFiles) Manifests(b []byte) service.MaskedText {
+	r := f.m.Manifests(b)
+	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
+}
+
+func (maskFiles) Redact(text string, secrets []string) string { return mask.Redactions(secrets).Apply(text) }
 
 type oneApp struct{ app service.Application }
 

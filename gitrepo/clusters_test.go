@@ -25,8 +25,15 @@ func (s clusterStore) GetCluster(_ context.Context, teamID, id string) (service.
 
 type redact struct{}
 
-func (redact) File(_ string, b []byte) []byte {
-	return []byte(strings.ReplaceAll(string(b), "s3cr3t", "<masked>"))
+func (redact) File(_ string, b []byte) service.MaskedText {
+	return service.MaskedText{Content: []byte(strings.ReplaceAll(string(b), "s3cr3t", "<masked>")), Secrets: []string{"s3cr3t"}}
+}
+
+func (redact) Redact(text string, secrets []string) string {
+	for _, s := range secrets {
+		text = strings.ReplaceAll(text, s, "<masked>")
+	}
+	return text
 }
 
 // The repo tab over a real Git server: the cluster's connected repository
