@@ -41,7 +41,9 @@ func (f maskFiles) Manifests(b []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-func (maskFiles) Redact(text string, secrets []string) string { return mask.Redactions(secrets).Apply(text) }
+func (maskFiles) Redact(text string, secrets []string) string {
+	return mask.Redactions(secrets).Apply(text)
+}
 
 type oneApp struct{ app service.Application }
 
