@@ -77,7 +77,9 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 // server's own executable with "render"), with an empty environment except an
 // unreachable proxy and the sandbox's layers, in its own process group, under
 // lim (and in lim.Sandbox). A timeout or an
-// oversized output is a Result with a render_failed error; the returned error
+// oversized output is a Result with a render_failed error (a timeout and a
+// child that died without a result also carry a Reason, ReasonTimeout,
+// ReasonMemoryLimit or ReasonProcessFailed); the returned error
 // is for failures to run the child at all and for ctx ending.
 func RunChild(ctx context.Context, binary string, args []string, req Request, lim Limits) (Result, error) {
 	runCtx := ctx
@@ -158,7 +160,9 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	case ctx.Err() != nil:
 		return Result{}, ctx.Err()
 	case runCtx.Err() != nil:
-		return Result{Error: failed("render timed out after %s and was stopped", lim.Timeout)}, nil
+		e := failed("render timed out after %s and was stopped", lim.Timeout)
+		e.Reason = ReasonTimeout
+		return Result{Error: e}, nil
 	case tooLarge:
 		return Result{Error: failed("render output exceeds the limit of %d bytes", lim.MaxOutputBytes)}, nil
 	case readErr != nil:
@@ -169,15 +173,18 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 	}
 	var res Result
 	if err := json.Unmarshal(out, &res); err != nil || (res.Error == nil && res.SourceType == "") {
-		msg := "render process failed"
+		msg, reason := "render process failed", ReasonProcessFailed
 		var exitErr *exec.ExitError
 		if errors.As(waitErr, &exitErr) {
 			msg += " (" + exitErr.ProcessState.String() + ")"
 		}
 		if lim.MaxMemoryBytes > 0 {
 			msg += fmt.Sprintf("; it may have exceeded the memory limit of %d bytes", lim.MaxMemoryBytes)
+			reason = ReasonMemoryLimit
 		}
-		return Result{Error: failed("%s", msg)}, nil
+		e := failed("%s", msg)
+		e.Reason = reason
+		return Result{Error: e}, nil
 	}
 	return res, nil
 }

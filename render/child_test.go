@@ -53,12 +53,13 @@ func TestRunChild(t *testing.T) {
 	})
 }
 
-// A template that never ends is killed at the configured timeout; the
-// parent carries on and renders again.
+// A template that never ends is killed at the configured timeout, with
+// ReasonTimeout; the parent carries on and renders again.
 func TestRunChildTimeout(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
 	res := runInChild(t, Request{Files: files, AppName: "loop", Source: Source{Path: "charts/loop"}}, Limits{Timeout: 300 * time.Millisecond})
-	assertErrorCode(t, res, CodeRenderFailed, "")
+	// The reason, not the message, tells the caller not to cache it.
+	assertErrorCode(t, res, CodeRenderFailed, ReasonTimeout)
 	assertContains(t, res.Error.Message, "timed out")
 
 	again := runInChild(t, Request{Files: files, AppName: "shop", Source: Source{Path: "charts/web"}}, Limits{Timeout: time.Minute})
@@ -80,7 +81,7 @@ func TestRunChildOutputCap(t *testing.T) {
 func TestRunChildMemoryLimit(t *testing.T) {
 	files := MustLoadRepo(t, "helm")
 	res := runInChild(t, Request{Files: files, AppName: "hungry", Source: Source{Path: "charts/hungry"}}, Limits{Timeout: time.Minute, MaxMemoryBytes: childMemoryScale * MinChildMemoryBytes})
-	assertErrorCode(t, res, CodeRenderFailed, "")
+	assertErrorCode(t, res, CodeRenderFailed, ReasonMemoryLimit)
 	assertContains(t, res.Error.Message, "memory limit")
 }
 

@@ -24,6 +24,17 @@ const (
 // dependencies are declared but not vendored under charts/.
 const ReasonHelmDependenciesMissing = "helm_dependencies_missing"
 
+// Error.Reasons of a render the parent stopped or lost, which depend on the
+// replica's load and limits rather than on the source alone, so a caller
+// does not remember them for the commit: the timeout killed the child, the
+// child died without a result under a memory limit (most likely the limit),
+// or it died without one with no memory limit set.
+const (
+	ReasonTimeout       = "render_timeout"
+	ReasonMemoryLimit   = "render_memory"
+	ReasonProcessFailed = "render_process_failed"
+)
+
 // Request is one source to render from one commit's tree. It is JSON-encoded on
 // the child's stdin.
 type Request struct {

@@ -2,17 +2,11 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"path"
 	"slices"
 	"strings"
-	"sync"
-
-	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/singleflight"
 )
 
 // RenderInput is one source to render, as Argo CD's repo server would.
@@ -115,19 +109,6 @@ type AppManifests struct {
 	secrets []string // every source's, see SourceManifests
 }
 
-// renderCache keeps masked renders by (commit, source spec, app): the same
-// commit is never rendered twice.
-type renderCache struct {
-	once   sync.Once
-	cache  *lru.Cache[string, SourceManifests]
-	flight singleflight.Group
-}
-
-func (c *renderCache) get() *lru.Cache[string, SourceManifests] {
-	c.once.Do(func() { c.cache, _ = lru.New[string, SourceManifests](512) })
-	return c.cache
-}
-
 // Manifests renders an app's sources: Git sources of the connected
 // repository at the compared revision(s), masked, cached per commit. A
 // single-source app's failure is the answer's error; a multi-source app
@@ -165,23 +146,14 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		// Without them Helm's defaults apply (the render says so in a note).
 		kubeVersion, apiVersions, _ = s.Versions.ClusterVersion(ctx, c)
 	}
-	want := NormalizeRepoURL(c.GitOpsRepo)
-	refFiles := map[string]map[string][]byte{}
-	for i, src := range sources {
-		if src.Ref == "" || NormalizeRepoURL(src.RepoURL) != want {
-			continue
-		}
-		if files, _, err := s.treeAt(ctx, c, src.TargetRevision, revisionAt(revisions, i)); err == nil {
-			refFiles[src.Ref] = files
-		}
-	}
+	refs := s.refSources(ctx, c, sources, revisions)
 	var rendered []SourceManifests
 	for i, src := range sources {
 		if src.Ref != "" && src.Path == "" {
 			continue // a values-only source
 		}
 		part := s.renderSource(ctx, c, app, renderEnv{settings: snap.Settings, kubeVersion: kubeVersion, apiVersions: apiVersions},
-			src, revisionAt(revisions, i), refFiles)
+			src, revisionAt(revisions, i), refs)
 		rendered = append(rendered, part)
 	}
 	// One redaction set for the request: a source's secrets are cut from
@@ -230,8 +202,30 @@ func (s *RepoView) treeAt(ctx context.Context, c Cluster, ref, commit string) (m
 	return files, commit, err
 }
 
-// renderSource renders one source (from the cache when the same commit
-// and spec were rendered before), masked.
+// refSources reads the trees of the app's ref sources in the connected
+// repository (another repository's are not read: its value files are
+// missing from the render).
+func (s *RepoView) refSources(ctx context.Context, c Cluster, sources []AppSource, revisions []string) refSources {
+	want := NormalizeRepoURL(c.GitOpsRepo)
+	refs := refSources{files: map[string]map[string][]byte{}}
+	for i, src := range sources {
+		if src.Ref == "" {
+			continue
+		}
+		repo, commit := NormalizeRepoURL(src.RepoURL), ""
+		if repo == want {
+			files, at, err := s.treeAt(ctx, c, src.TargetRevision, revisionAt(revisions, i))
+			if err == nil {
+				refs.files[src.Ref], commit = files, at
+			} else {
+				refs.unread = true
+			}
+		}
+		refs.ids = append(refs.ids, src.Ref+" "+repo+" "+commit)
+	}
+	return refs
+}
+
 // renderEnv is what a render depends on besides the source and its files.
 type renderEnv struct {
 	settings    ArgoCDSettings
@@ -239,8 +233,11 @@ type renderEnv struct {
 	apiVersions []string
 }
 
+// renderSource renders one source (from the cache when the same inputs
+// were rendered before), masked.
 func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, env renderEnv, src AppSource,
-	commit string, refFiles map[string]map[string][]byte) SourceManifests {
+	commit string, refs refSources) SourceManifests {
+	refFiles := refs.files
 	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
 	fail := func(code, msg string) SourceManifests {
 		part.Error = &SourceError{Code: code, Message: msg}
@@ -277,11 +274,8 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return fail(reason, ErrorMessage(err))
 	}
 	part.Commit = commit
-	sum := sha256.Sum256(spec)
-	apis := sha256.Sum256([]byte(strings.Join(env.apiVersions, "\n")))
-	key := strings.Join([]string{c.TeamID, NormalizeRepoURL(src.RepoURL), src.Chart, commit, hex.EncodeToString(sum[:]), app.Name,
-		app.Destination.Namespace, env.settings.KustomizeBuildOptions, env.kubeVersion, hex.EncodeToString(apis[:])}, "\x00")
-	if hit, ok := s.renders.get().Get(key); ok {
+	key := renderKey(c, app, env, src, commit, spec, refs)
+	if hit, ok := s.renders.get(c.TeamID, key); ok {
 		return hit
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
@@ -318,7 +312,9 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		}
 		p.secrets = append(p.secrets, s.inputSecrets(files, refFiles, spec)...)
 		p = s.redacted(p, p.secrets)
-		s.renders.get().Add(key, p)
+		if cacheableRender(out) && !refs.unread {
+			s.renders.add(s.RenderCacheBytes, c.TeamID, key, p)
+		}
 		return p, nil
 	})
 	return v.(SourceManifests)

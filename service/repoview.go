@@ -84,6 +84,9 @@ type RepoView struct {
 	Versions ClusterVersions
 	// Queue bounds concurrent renders fairly across teams (nil: unbounded).
 	Queue *RenderQueue
+	// RenderCacheBytes bounds the masked renders kept, a team at most half
+	// (0: DefaultRenderCacheBytes).
+	RenderCacheBytes int64
 
 	renders renderCache
 	files   fileCache

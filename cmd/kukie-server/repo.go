@@ -19,9 +19,12 @@ import (
 )
 
 // Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
-// memory share (renderChildLimits).
+// memory share (renderChildLimits). The output cap is of the child's JSON
+// (its YAML base64-encoded: 24 MiB of YAML); the server holds about four
+// times it per render in flight (the JSON, the decoded YAML, the masked
+// YAML and its string), so it is kept well below the child's memory.
 const (
-	renderMaxOutput = 64 << 20
+	renderMaxOutput = 32 << 20
 	gitFetchTimeout = 2 * time.Minute
 )
 
@@ -122,9 +125,24 @@ func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (serv
 	}
 	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes}
 	if res.Error != nil {
-		out.Code, out.Reason, out.Message = res.Error.Code, res.Error.Reason, res.Error.Message
+		out.Code, out.Reason, out.Message = res.Error.Code, renderReason(res.Error.Reason), res.Error.Message
 	}
 	return out, nil
+}
+
+// renderReason maps the render package's reasons to the service's where
+// the service acts on them (the load-dependent failures it does not cache);
+// others pass as they are.
+func renderReason(reason string) string {
+	switch reason {
+	case render.ReasonTimeout:
+		return service.ReasonRenderTimeout
+	case render.ReasonMemoryLimit:
+		return service.ReasonRenderMemory
+	case render.ReasonProcessFailed:
+		return service.ReasonRenderProcessFailed
+	}
+	return reason
 }
 
 // sealerOf is the keyring as a service.Sealer, nil (not a typed nil) when
