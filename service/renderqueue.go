@@ -31,11 +31,13 @@ type RenderQueueMetrics interface {
 }
 
 // RenderQueue bounds the renders of a replica fairly across teams: at most
-// Slots run at once; a team may take a free slot while no other team waits,
-// or while it holds fewer than ⌈Slots/2⌉. Running renders are never
-// pre-empted. Waiters are served first come, first served, skipping a
-// waiter whose team is at its cap while another team waits; a waiter gives
-// up after the timeout with render_busy.
+// Slots run at once, and a team holds at most ⌈Slots/2⌉ of them at all
+// times, so ⌊Slots/2⌋ are always left to the other teams (with one slot, a
+// team may take it). Running renders are never pre-empted, which is why the
+// cap cannot wait for another team to queue: a team arriving after one team
+// took every slot would wait for renders that run longer than its timeout.
+// Waiters are served first come, first served, skipping a waiter whose team
+// is at its cap; a waiter gives up after the timeout with render_busy.
 type RenderQueue struct {
 	slots   int
 	timeout time.Duration
@@ -103,7 +105,7 @@ func (q *RenderQueue) Acquire(ctx context.Context, team string) (release func(),
 	}
 	start := q.now()
 	q.mu.Lock()
-	if q.allowed(team, nil) {
+	if q.allowed(team) {
 		q.take(team)
 		q.mu.Unlock()
 		q.admitted(start)
@@ -132,8 +134,6 @@ func (q *RenderQueue) Acquire(ctx context.Context, team string) (release func(),
 		q.releaser(team)()
 	} else {
 		q.remove(w)
-		// A team that stopped waiting may have held others at their cap.
-		q.dispatch()
 		q.mu.Unlock()
 	}
 	if q.metrics != nil {
@@ -149,23 +149,20 @@ func ErrRenderBusy(timeout time.Duration) *Error {
 }
 
 // MayTakeRenderSlot is the admission rule: a team may take a slot when one
-// is free and no other team is waiting or the team holds fewer than its cap
-// (⌈slots/2⌉).
-func MayTakeRenderSlot(slots, inUse, teamHeld int, otherTeamWaiting bool) bool {
-	return inUse < slots && (!otherTeamWaiting || teamHeld < (slots+1)/2)
+// is free and it holds fewer than its cap, ⌈slots/2⌉, whoever else waits.
+func MayTakeRenderSlot(slots, inUse, teamHeld int) bool {
+	return inUse < slots && teamHeld < RenderSlotsPerTeam(slots)
 }
 
-// allowed applies MayTakeRenderSlot to team now, its own waiter self
-// excluded from the waiting; under mu.
-func (q *RenderQueue) allowed(team string, self *renderWaiter) bool {
-	others := false
-	for _, w := range q.waiters {
-		if w != self && w.team != team {
-			others = true
-			break
-		}
-	}
-	return MayTakeRenderSlot(q.slots, q.inUse, q.held[team], others)
+// RenderSlotsPerTeam is the most slots one team holds: ⌈slots/2⌉ (1 of 1,
+// 1 of 2, 2 of 3, 2 of 4).
+func RenderSlotsPerTeam(slots int) int {
+	return (slots + 1) / 2
+}
+
+// allowed applies MayTakeRenderSlot to team now; under mu.
+func (q *RenderQueue) allowed(team string) bool {
+	return MayTakeRenderSlot(q.slots, q.inUse, q.held[team])
 }
 
 // take gives team a slot; under mu.
@@ -178,19 +175,19 @@ func (q *RenderQueue) take(team string) {
 }
 
 // dispatch admits waiters in order while slots are free, skipping those
-// whose team may not take one now; under mu.
+// whose team is at its cap; under mu. Only a release frees a slot or lowers
+// a team below its cap, so only a release dispatches.
 func (q *RenderQueue) dispatch() {
 	for i := 0; i < len(q.waiters) && q.inUse < q.slots; {
 		w := q.waiters[i]
-		if !q.allowed(w.team, w) {
+		if !q.allowed(w.team) {
 			i++
 			continue
 		}
 		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
 		q.take(w.team)
 		w.done = true
-		close(w.admitted)
-		i = 0 // an admission can unblock an earlier waiter of a capped team
+		close(w.admitted) // the next waiter is at i now
 	}
 }
 

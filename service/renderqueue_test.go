@@ -13,27 +13,30 @@ import (
 	"github.com/kukie/gitops-server/internal/testclock"
 )
 
+// A team holds at most ⌈N/2⌉ slots at all times, whether or not another
+// team waits (review2 B2: with the cap only while another team waited, a
+// team could take every slot before the others arrived).
 func TestMayTakeRenderSlot(t *testing.T) {
 	tests := []struct {
 		name                   string
 		slots, inUse, teamHeld int
-		otherTeamWaiting, want bool
+		want                   bool
 	}{
-		{"FreeSlotNoOneWaits", 4, 0, 0, false, true},
-		{"AboveCapWhileNoOtherTeamWaits", 4, 3, 3, false, true},
-		{"NoFreeSlot", 4, 4, 0, false, false},
-		{"NoFreeSlotEvenUnderCap", 4, 4, 1, true, false},
-		{"UnderCapWhileOtherTeamWaits", 4, 2, 1, true, true},
-		{"AtCapWhileOtherTeamWaits", 4, 2, 2, true, false},
-		{"OddSlotsCapRoundsUp", 5, 3, 2, true, true},
-		{"OddSlotsAtCap", 5, 3, 3, true, false},
-		{"OneSlotCapIsOne", 1, 0, 0, true, true},
-		{"TwoSlotsCapIsOne", 2, 1, 1, true, false},
+		{"FreeSlot", 4, 0, 0, true},
+		{"UnderCap", 4, 2, 1, true},
+		{"AtCapWithFreeSlots", 4, 2, 2, false},
+		{"NoFreeSlot", 4, 4, 0, false},
+		{"OddSlotsCapRoundsUp", 5, 3, 2, true},
+		{"OddSlotsAtCap", 5, 3, 3, false},
+		{"OneSlotTeamMayTakeIt", 1, 0, 0, true},
+		{"OneSlotTaken", 1, 1, 1, false},
+		{"TwoSlotsCapIsOne", 2, 1, 1, false},
+		{"TwoSlotsOtherTeamHoldsOne", 2, 1, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := MayTakeRenderSlot(tt.slots, tt.inUse, tt.teamHeld, tt.otherTeamWaiting); got != tt.want {
-				t.Fatalf("MayTakeRenderSlot(%d, %d, %d, %v) = %v", tt.slots, tt.inUse, tt.teamHeld, tt.otherTeamWaiting, got)
+			if got := MayTakeRenderSlot(tt.slots, tt.inUse, tt.teamHeld); got != tt.want {
+				t.Fatalf("MayTakeRenderSlot(%d, %d, %d) = %v", tt.slots, tt.inUse, tt.teamHeld, got)
 			}
 		})
 	}
@@ -162,50 +165,106 @@ func assertState(tb testing.TB, q *RenderQueue, wantHeld map[string]int, wantWai
 	}
 }
 
-// Team A with many renders cannot starve team B: B gets a slot as soon as
-// one is released, ahead of A's earlier waiters, and A is never admitted
-// above ⌈N/2⌉ while B waits.
+// admittedAtOnce reports whether a's Acquire returned without waiting
+// (true) or started waiting (false): it does one or the other at once.
+func admittedAtOnce(tb testing.TB, timers *manualTimers, a *acquisition) bool {
+	tb.Helper()
+	select {
+	case <-a.done:
+		if a.err != nil {
+			tb.Fatalf("%s: %v", a.team, a.err)
+		}
+		return true
+	case <-timers.queued:
+		return false
+	case <-time.After(time.Minute): // only catches a hang
+		tb.Fatalf("%s's render neither started nor waited within a minute", a.team)
+		return false
+	}
+}
+
+// review2 B2: a team that took every slot while nobody waited kept them
+// for its renders' whole run (never pre-empted, up to the render timeout),
+// and another team arriving then was refused after the shorter queue
+// timeout. A team now holds at most ⌈N/2⌉ at all times: however many
+// renders team A asks for first, team B's next ⌊N/2⌋ start at once. With
+// one slot a team may take it, and B waits for it.
+func TestRenderQueueLoneTeamLeavesSlotsToOthers(t *testing.T) {
+	for slots := 1; slots <= 5; slots++ {
+		t.Run(fmt.Sprintf("Slots%d", slots), func(t *testing.T) {
+			timers := newManualTimers()
+			q := NewRenderQueue(slots, time.Minute, RenderQueueOptions{Timer: timers.timer})
+			var all []*acquisition
+			ask := func(team string, n int) (admitted int) {
+				for range n {
+					a := acquireAsync(context.Background(), q, team)
+					all = append(all, a)
+					if admittedAtOnce(t, timers, a) {
+						admitted++
+					}
+				}
+				return admitted
+			}
+			if got, want := ask("A", slots+2), (slots+1)/2; got != want {
+				t.Fatalf("team A alone started %d of %d renders, want ⌈%d/2⌉ = %d", got, slots+2, slots, want)
+			}
+			if got, want := ask("B", slots/2), slots/2; got != want {
+				t.Fatalf("team B started %d of %d renders at once beside A's, want all", got, want)
+			}
+			if slots == 1 && ask("B", 1) != 0 {
+				t.Fatal("with one slot taken by A, B started a render")
+			}
+			// In order, each waiter is admitted by the releases before it.
+			for _, a := range all {
+				a.wait(t)
+				if a.err != nil {
+					t.Fatalf("%s: %v", a.team, a.err)
+				}
+				a.release()
+			}
+			assertState(t, q, map[string]int{})
+		})
+	}
+}
+
+// Team A with many renders cannot starve team B: B starts beside A's cap
+// at once and, once at its own cap, is served in turn with A's waiters
+// (first come, first served, skipping a team at its cap).
 func TestRenderQueueTeamCannotStarveAnother(t *testing.T) {
 	timers := newManualTimers()
 	q := NewRenderQueue(4, time.Minute, RenderQueueOptions{Timer: timers.timer})
 	ctx := context.Background()
-	// Nobody else waits: A may fill every slot (no pre-emption later).
-	var releasesA []func()
-	for range 4 {
-		releasesA = append(releasesA, mustAcquire(t, q, "A"))
-	}
+	// Alone, A takes its cap, 2 of 4, and waits for more.
+	releasesA := []func(){mustAcquire(t, q, "A"), mustAcquire(t, q, "A")}
 	var waitA []*acquisition
-	for range 3 {
+	for range 2 {
 		waitA = append(waitA, acquireAsync(ctx, q, "A"))
 		timers.waitQueued(t)
 	}
-	b1 := acquireAsync(ctx, q, "B")
+	assertState(t, q, map[string]int{"A": 2}, "A", "A")
+	// B arrives later and starts at once, ahead of A's earlier waiters.
+	releasesB := []func(){mustAcquire(t, q, "B"), mustAcquire(t, q, "B")}
+	b3 := acquireAsync(ctx, q, "B")
 	timers.waitQueued(t)
-	b2 := acquireAsync(ctx, q, "B")
-	timers.waitQueued(t)
-	assertState(t, q, map[string]int{"A": 4}, "A", "A", "A", "B", "B")
+	assertState(t, q, map[string]int{"A": 2, "B": 2}, "A", "A", "B")
 
-	releasesA[0]() // B first, though A queued earlier
-	b1.wait(t)
-	assertState(t, q, map[string]int{"A": 3, "B": 1}, "A", "A", "A", "B")
-	releasesA[1]() // A is at its cap (2) while B waits: B again
-	b2.wait(t)
-	assertState(t, q, map[string]int{"A": 2, "B": 2}, "A", "A", "A")
-	releasesA[2]() // nobody else waits: A's first waiter
-	waitA[0].wait(t)
+	releasesB[0]() // A's waiters are at A's cap: B's waiter, though later
+	b3.wait(t)
 	assertState(t, q, map[string]int{"A": 2, "B": 2}, "A", "A")
-	b1.release()
+	releasesA[0]() // A's first waiter
+	waitA[0].wait(t)
+	assertState(t, q, map[string]int{"A": 2, "B": 2}, "A")
+	releasesB[1]() // A is at its cap: the slot stays free for others
+	assertState(t, q, map[string]int{"A": 2, "B": 1}, "A")
+	releasesA[1]()
 	waitA[1].wait(t)
-	assertState(t, q, map[string]int{"A": 3, "B": 1}, "A")
-	for _, a := range []*acquisition{b2, waitA[0], waitA[1]} {
+	assertState(t, q, map[string]int{"A": 2, "B": 1})
+	for _, a := range []*acquisition{b3, waitA[0], waitA[1]} {
 		if a.err != nil {
 			t.Fatalf("%s: %v", a.team, a.err)
 		}
 		a.release()
 	}
-	waitA[2].wait(t)
-	waitA[2].release()
-	releasesA[3]()
 	assertState(t, q, map[string]int{})
 }
 
@@ -247,21 +306,20 @@ func TestRenderQueueCanceledWhileQueued(t *testing.T) {
 	timers := newManualTimers()
 	metrics := &queueMetrics{}
 	q := NewRenderQueue(2, time.Minute, RenderQueueOptions{Timer: timers.timer, Metrics: metrics})
-	releases := []func(){mustAcquire(t, q, "A"), mustAcquire(t, q, "A")}
+	releases := []func(){mustAcquire(t, q, "A"), mustAcquire(t, q, "B")}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := acquireAsync(ctx, q, "B")
 	timers.waitQueued(t)
 	a := acquireAsync(context.Background(), q, "A")
 	timers.waitQueued(t)
-	assertState(t, q, map[string]int{"A": 2}, "B", "A")
+	assertState(t, q, map[string]int{"A": 1, "B": 1}, "B", "A")
 	cancel()
 	b.wait(t)
 	if !errors.Is(b.err, context.Canceled) {
 		t.Fatalf("canceled Acquire = %v", b.err)
 	}
-	// B left: A's waiter is no longer held back by B and takes the
-	// next free slot.
-	assertState(t, q, map[string]int{"A": 2}, "A")
+	// B's waiter left and took nothing with it; A's waits for A's slot.
+	assertState(t, q, map[string]int{"A": 1, "B": 1}, "A")
 	releases[0]()
 	a.wait(t)
 	a.release()
@@ -295,14 +353,15 @@ func TestRenderQueueAdmittedWhileGivingUp(t *testing.T) {
 	}
 }
 
-// Many teams at once (run with -race): never more than N in flight, and
-// every slot comes back.
+// Many teams at once (run with -race): never more than N in flight nor
+// more than ⌈N/2⌉ of one team, and every slot comes back.
 func TestRenderQueueConcurrent(t *testing.T) {
 	const slots = 3
 	q := NewRenderQueue(slots, time.Minute, RenderQueueOptions{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	running, most := 0, 0
+	byTeam, mostByTeam := map[string]int{}, 0
 	for i := range 60 {
 		wg.Add(1)
 		go func() {
@@ -316,19 +375,22 @@ func TestRenderQueueConcurrent(t *testing.T) {
 			mu.Lock()
 			running++
 			most = max(most, running)
+			byTeam[team]++
+			mostByTeam = max(mostByTeam, byTeam[team])
 			mu.Unlock()
 			for range rand.IntN(1000) {
 				_ = fmt.Sprint(i) // a little work
 			}
 			mu.Lock()
 			running--
+			byTeam[team]--
 			mu.Unlock()
 			release()
 		}()
 	}
 	wg.Wait()
-	if most > slots {
-		t.Errorf("%d renders ran at once, above %d", most, slots)
+	if most > slots || mostByTeam > RenderSlotsPerTeam(slots) {
+		t.Errorf("%d renders ran at once (%d of one team), above %d (%d)", most, mostByTeam, slots, RenderSlotsPerTeam(slots))
 	}
 	assertState(t, q, map[string]int{})
 }
