@@ -20,11 +20,13 @@ import (
 
 // Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
 // memory share (renderChildLimits). The output cap is of the child's JSON
-// (its YAML base64-encoded: 24 MiB of YAML); the server holds about four
-// times it per render in flight (the JSON, the decoded YAML, the masked
-// YAML and its string), so it is kept well below the child's memory.
+// (its YAML base64-encoded: 12 MiB of YAML, above the largest charts with
+// CRDs). The server masks that YAML while the render holds its slot, which
+// takes 7 times the YAML (one large value) to 36 times (many small
+// documents) besides the decoded and masked copies, so every MiB of the
+// cap costs up to ~38 MiB per render in flight (docs/operations.md).
 const (
-	renderMaxOutput = 32 << 20
+	renderMaxOutput = 16 << 20
 	gitFetchTimeout = 2 * time.Minute
 )
 
