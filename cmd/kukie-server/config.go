@@ -74,6 +74,9 @@ type config struct {
 	// for a slot before render_busy (KUKIE_RENDER_QUEUE_TIMEOUT).
 	RenderConcurrency  int
 	RenderQueueTimeout time.Duration
+	// RenderCacheBytes bounds each replica's cache of masked renders, a
+	// team at most half (KUKIE_RENDER_CACHE_BYTES, default 256 MiB).
+	RenderCacheBytes int64
 	// TrustedProxies are the load balancers or ingress controllers whose
 	// X-Forwarded-For names the client (KUKIE_TRUSTED_PROXIES).
 	TrustedProxies api.TrustedProxies
@@ -223,6 +226,15 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.RenderSandbox, err = render.ParseSandboxMode(getenv("KUKIE_RENDER_SANDBOX")); err != nil {
 		return c, &configError{"KUKIE_RENDER_SANDBOX", "must be auto, seccomp or namespace"}
 	}
+	c.RenderCacheBytes = service.DefaultRenderCacheBytes
+	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CACHE_BYTES")); s != "" {
+		// A team's half holds at least one render of the largest kept.
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 2*service.MaxCachedRenderBytes {
+			return c, &configError{"KUKIE_RENDER_CACHE_BYTES", "must be a whole number of bytes, at least 16777216"}
+		}
+		c.RenderCacheBytes = n
+	}
 	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
 	if s := strings.TrimSpace(getenv("KUKIE_REPO_CACHE_BYTES")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -366,6 +378,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("render_sandbox", string(c.RenderSandbox)),
 		slog.Int("render_concurrency", c.RenderConcurrency),
 		slog.String("render_queue_timeout", c.RenderQueueTimeout.String()),
+		slog.Int64("render_cache_bytes", c.RenderCacheBytes),
 		slog.String("repo_cache_dir", c.RepoCacheDir),
 		slog.Int64("repo_cache_bytes", c.RepoCacheBytes),
 		slog.Int64("repo_max_fetch_bytes", c.RepoMaxFetchBytes),

@@ -70,6 +70,8 @@ func TestConfigErrors(t *testing.T) {
 		{"RenderQueueTimeoutZero", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "0s"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
 		{"RenderQueueTimeoutNotDuration", map[string]string{"KUKIE_RENDER_QUEUE_TIMEOUT": "10"}, "KUKIE_RENDER_QUEUE_TIMEOUT"},
 		{"RepoCacheBytesTiny", map[string]string{"KUKIE_REPO_CACHE_BYTES": "10"}, "KUKIE_REPO_CACHE_BYTES"},
+		{"RenderCacheBytesBelowTwoRenders", map[string]string{"KUKIE_RENDER_CACHE_BYTES": "16777215"}, "KUKIE_RENDER_CACHE_BYTES"},
+		{"RenderCacheBytesNotANumber", map[string]string{"KUKIE_RENDER_CACHE_BYTES": "256MiB"}, "KUKIE_RENDER_CACHE_BYTES"},
 		{"RepoMaxFetchBytesTiny", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1048575"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
 		{"RepoMaxFetchBytesNotANumber", map[string]string{"KUKIE_REPO_MAX_FETCH_BYTES": "1GiB"}, "KUKIE_REPO_MAX_FETCH_BYTES"},
 	}
@@ -274,6 +276,35 @@ func TestConfigRepoMaxFetchBytes(t *testing.T) {
 			var logged strings.Builder
 			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
 			if want := fmt.Sprintf("config.repo_max_fetch_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
+				t.Errorf("logged %q, want %q in it", logged.String(), want)
+			}
+		})
+	}
+}
+
+// KUKIE_RENDER_CACHE_BYTES defaults to 256 MiB, reads whole bytes from
+// 16 MiB (two renders of the largest kept) and is logged.
+func TestConfigRenderCacheBytes(t *testing.T) {
+	env := map[string]string{
+		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
+		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
+	}
+	for _, c := range []struct {
+		name, set string
+		want      int64
+	}{{"Default", "", 256 << 20}, {"Set", " 134217728 ", 128 << 20}, {"Lowest", "16777216", 16 << 20}} {
+		t.Run(c.name, func(t *testing.T) {
+			env["KUKIE_RENDER_CACHE_BYTES"] = c.set
+			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RenderCacheBytes != c.want {
+				t.Errorf("RenderCacheBytes = %d, want %d", cfg.RenderCacheBytes, c.want)
+			}
+			var logged strings.Builder
+			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
+			if want := fmt.Sprintf("config.render_cache_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
 				t.Errorf("logged %q, want %q in it", logged.String(), want)
 			}
 		})

@@ -296,6 +296,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	repoView.Queue = service.NewRenderQueue(cfg.RenderConcurrency, cfg.RenderQueueTimeout,
 		service.RenderQueueOptions{Metrics: newRenderMetrics(reg)})
+	repoView.RenderCacheBytes = cfg.RenderCacheBytes
 	clusters := &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys), RepoCheck: repos}
 	publicHandler := api.NewServer(api.Deps{
 		Logger:   log,
