@@ -109,11 +109,14 @@ func (c *renderCache) add(budget int64, team, key string, part SourceManifests) 
 	}
 	t.lru.Remove(key)
 	for t.bytes+size > share {
-		t.lru.RemoveOldest()
+		if _, _, ok := t.lru.RemoveOldest(); !ok {
+			break
+		}
 	}
 	for c.total+size > budget {
-		largest := c.largestTeam()
-		largest.lru.RemoveOldest()
+		if _, _, ok := c.largestTeam().lru.RemoveOldest(); !ok {
+			break
+		}
 	}
 	t.lru.Add(key, cachedRender{part: part, size: size})
 	t.bytes += size
