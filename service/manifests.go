@@ -202,30 +202,6 @@ func (s *RepoView) treeAt(ctx context.Context, c Cluster, ref, commit string) (m
 	return files, commit, err
 }
 
-// refSources reads the trees of the app's ref sources in the connected
-// repository (another repository's are not read: its value files are
-// missing from the render).
-func (s *RepoView) refSources(ctx context.Context, c Cluster, sources []AppSource, revisions []string) refSources {
-	want := NormalizeRepoURL(c.GitOpsRepo)
-	refs := refSources{files: map[string]map[string][]byte{}}
-	for i, src := range sources {
-		if src.Ref == "" {
-			continue
-		}
-		repo, commit := NormalizeRepoURL(src.RepoURL), ""
-		if repo == want {
-			files, at, err := s.treeAt(ctx, c, src.TargetRevision, revisionAt(revisions, i))
-			if err == nil {
-				refs.files[src.Ref], commit = files, at
-			} else {
-				refs.unread = true
-			}
-		}
-		refs.ids = append(refs.ids, src.Ref+" "+repo+" "+commit)
-	}
-	return refs
-}
-
 // renderEnv is what a render depends on besides the source and its files.
 type renderEnv struct {
 	settings    ArgoCDSettings

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -175,6 +176,30 @@ type refSources struct {
 	// unread is set when a ref tree of the connected repository could not
 	// be read: a render without it is not cached.
 	unread bool
+}
+
+// refSources reads the trees of the app's ref sources in the connected
+// repository (another repository's are not read: its value files are
+// missing from the render).
+func (s *RepoView) refSources(ctx context.Context, c Cluster, sources []AppSource, revisions []string) refSources {
+	want := NormalizeRepoURL(c.GitOpsRepo)
+	refs := refSources{files: map[string]map[string][]byte{}}
+	for i, src := range sources {
+		if src.Ref == "" {
+			continue
+		}
+		repo, commit := NormalizeRepoURL(src.RepoURL), ""
+		if repo == want {
+			files, at, err := s.treeAt(ctx, c, src.TargetRevision, revisionAt(revisions, i))
+			if err == nil {
+				refs.files[src.Ref], commit = files, at
+			} else {
+				refs.unread = true
+			}
+		}
+		refs.ids = append(refs.ids, src.Ref+" "+repo+" "+commit)
+	}
+	return refs
 }
 
 // renderKey is everything a render's answer depends on: the team, the
