@@ -13,8 +13,8 @@ func installSeccomp() error {
 	return errors.New("seccomp is not available on " + runtime.GOOS)
 }
 
-// closeInheritedSockets has nothing to do where no child renders: the
-// filter above fails first.
+// closeInheritedSockets has nothing to do outside Linux: installSeccomp
+// fails there, so no child renders.
 func closeInheritedSockets() error { return nil }
 
 // namespaces is empty outside Linux: ProbeSandbox offers no namespace.

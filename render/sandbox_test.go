@@ -154,6 +154,7 @@ func TestSandboxLayers(t *testing.T) {
 		{name: "UserNetworkNamespace", child: unfilteredChild, sandbox: Sandbox{Namespace: NamespaceUserNetwork}, what: "raw tcp " + addr, errno: syscall.ENETUNREACH},
 		{name: "NetworkNamespaceAloneReachesUnixSockets", child: unfilteredChild, sandbox: Sandbox{Namespace: NamespaceNetwork}, what: "raw unix " + sock, want: "connected"},
 		{name: "AllLayers", child: filteredChild, sandbox: Sandbox{Namespace: NamespaceNetwork}, what: "raw tcp " + addr, errno: syscall.EPERM},
+		{name: "AllLayersUserNamespace", child: filteredChild, sandbox: Sandbox{Namespace: NamespaceUserNetwork}, what: "raw unix " + sock, errno: syscall.EPERM},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
