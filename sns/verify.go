@@ -20,13 +20,15 @@ import (
 
 // Defaults for the zero fields of Options.
 //
-// The certificate fetch bucket: SNS signs with one certificate per region
-// and rotates it rarely (months apart), so a process needs one fetch per
-// region it hears from, plus one per rotation. A burst of 10 lets a cold
-// process learn 10 regions at once; one new fetch a second after that is
-// far above any genuine need and keeps what forged messages of a listed
-// topic can make the process fetch (each naming another file on the SNS
-// host) to one request a second, to AWS's own hosts only.
+// The process-wide certificate fetch bucket: SNS signs with one
+// certificate per region and rotates it rarely (months apart), so a process
+// needs one fetch per region it hears from, plus one per rotation. A burst
+// of 10 lets a cold process learn 10 regions at once; one new fetch a second
+// after that is far above any genuine need and keeps what forged messages
+// of listed topics can make the process fetch (each naming another file on
+// the SNS host) to one request a second, to AWS's own hosts only. Each
+// topic's own bucket (DefaultTopicFetchRate) keeps one topic from taking
+// all of it.
 const (
 	DefaultMaxAge       = time.Hour
 	DefaultFetchTimeout = 5 * time.Second // well under SNS's ~15 s delivery timeout
