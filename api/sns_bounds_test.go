@@ -146,12 +146,13 @@ func TestSNSWebhookDeferredVerifiedWhenListed(t *testing.T) {
 }
 
 // TestSNSWebhookCertificateBucket: messages of a listed topic that name
-// uncached certificates share one bucket of fetches; beyond it the answer
-// is 503 sns_unavailable without a fetch; a failed fetch is remembered
-// 30 s; a delivery whose certificate is cached is never refused.
+// uncached certificates share one process-wide bucket of fetches (the
+// topic's own bucket made roomy here); beyond it the answer is 503
+// sns_unavailable without a fetch; a failed fetch is remembered 30 s; a
+// delivery whose certificate is cached is never refused.
 func TestSNSWebhookCertificateBucket(t *testing.T) {
 	const burst = 3
-	f := newSNSFixture(t, snsOptions{fetchBurst: burst})
+	f := newSNSFixture(t, snsOptions{fetchBurst: burst, topicBurst: 100})
 	f.wantVerdict(f.deliver(f.stackStatus("UPDATE_COMPLETE"), nil), service.VerdictAccepted, "UPDATE_COMPLETE") // token 1
 	forged := func(i int) sns.Message {
 		m := f.stackEvent(snstest.StackStatusEvent(snsStackARN, "UPDATE_COMPLETE", f.clock.Now()))
@@ -185,4 +186,25 @@ func TestSNSWebhookCertificateBucket(t *testing.T) {
 		t.Errorf("%d certificate requests after the failure expired, want %d", n, burst+1)
 	}
 	f.wantEffects(snsEffects{Messages: 4, SwitchJobs: 1, Desired: 4, State: service.AccountActive})
+}
+
+// TestSNSWebhookTopicCertificateBucket: at the production buckets, a listed
+// topic posting forged deliveries, each naming a fresh certificate file,
+// gets 2 fetches and then 503 cert_budget without a fetch, and the
+// process-wide bucket is left for every other topic.
+func TestSNSWebhookTopicCertificateBucket(t *testing.T) {
+	f := newSNSFixture(t, snsOptions{})
+	for i := range 3 * sns.DefaultFetchBurst {
+		m := f.stackEvent(snstest.StackStatusEvent(snsStackARN, "UPDATE_COMPLETE", f.clock.Now()))
+		m.SigningCertURL = certFile(i, 40)
+		reason := "cert_budget"
+		if i < sns.DefaultTopicFetchBurst {
+			reason = "cert_fetch" // fetched: the host has no such file
+		}
+		f.wantRefused(f.deliver(forge(t, m), nil), 503, "sns_unavailable", reason)
+		f.clock.Advance(100 * time.Millisecond)
+	}
+	if n := f.host.CertFetches(); n != sns.DefaultTopicFetchBurst {
+		t.Errorf("%d certificate requests, want %d (the topic's bucket)", n, sns.DefaultTopicFetchBurst)
+	}
 }

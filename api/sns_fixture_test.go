@@ -85,6 +85,7 @@ type secretList struct {
 type snsOptions struct {
 	fetchTimeout   time.Duration
 	fetchBurst     int // the certificate fetch bucket; 0: sns.DefaultFetchBurst
+	topicBurst     int // each topic's certificate fetch bucket; 0: sns.DefaultTopicFetchBurst
 	trustedProxies TrustedProxies
 }
 
@@ -146,7 +147,7 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 
 	f.host = snstest.StartHost(t, snsCA, snstest.HostOptions{Now: f.clock.Now})
 	f.host.SetEnv(t)
-	verifier, err := sns.New(sns.Options{Now: f.clock.Now, FetchTimeout: o.fetchTimeout, FetchBurst: o.fetchBurst})
+	verifier, err := sns.New(sns.Options{Now: f.clock.Now, FetchTimeout: o.fetchTimeout, FetchBurst: o.fetchBurst, TopicFetchBurst: o.topicBurst})
 	if err != nil {
 		t.Fatal(err)
 	}

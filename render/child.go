@@ -27,8 +27,9 @@ type Limits struct {
 	// of it is the child's GOMEMLIMIT. Zero means no limit; see
 	// ChildMemoryLimit for how it is chosen and MinChildMemoryBytes.
 	MaxMemoryBytes int64
-	// Sandbox keeps the child off the network (ProbeSandbox finds what the
-	// host allows); the zero value is seccomp without a namespace.
+	// Sandbox is the namespace the child starts in (ProbeSandbox finds what
+	// the host allows); the zero value is none. The seccomp filter is not
+	// optional: every child installs it.
 	Sandbox Sandbox
 }
 
@@ -52,7 +53,7 @@ var childEnv = []string{
 // (WriteRequest) from stdin, renders it and writes one JSON Result to
 // stdout. It returns the process exit code.
 func ChildMain(stdin io.Reader, stdout io.Writer) int {
-	if err := enterSandbox(os.Getenv(sandboxEnvVar)); err != nil {
+	if err := enterSandbox(os.LookupEnv(sandboxEnvVar)); err != nil {
 		_ = json.NewEncoder(stdout).Encode(Result{Error: &Error{Code: CodeRenderFailed, Reason: ReasonSandboxUnavailable, Message: err.Error()}})
 		return 2
 	}

@@ -19,8 +19,10 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childEnvVar) {
 	case "1":
 		os.Exit(ChildMain(os.Stdin, os.Stdout))
-	case "dial":
-		os.Exit(dialChildMain(os.Stdin, os.Stdout))
+	case filteredChild, unfilteredChild:
+		os.Exit(dialChildMain(os.Stdin, os.Stdout, os.Getenv(childEnvVar) == unfilteredChild))
+	case inheritedChild, inheritedFilterChild:
+		os.Exit(inheritedSocketChildMain(os.Stdout, os.Getenv(childEnvVar) == inheritedFilterChild))
 	}
 	os.Exit(m.Run())
 }

@@ -11,12 +11,13 @@ import (
 	"strings"
 )
 
-// SandboxMode is KUKIE_RENDER_SANDBOX: which layers keep the render child off
-// the network beyond the in-process refusal every child has.
+// SandboxMode is KUKIE_RENDER_SANDBOX: whether the render child also starts
+// in an empty network namespace. Every mode has the in-process refusal and,
+// on Linux, the seccomp filter; no mode leaves the filter out.
 type SandboxMode string
 
-// The sandbox modes. Auto takes every layer the host allows; the others force
-// one layer so each can be tested and run alone.
+// The sandbox modes. Auto adds a namespace where the host allows one;
+// seccomp never does; namespace requires one.
 const (
 	SandboxAuto      SandboxMode = "auto"
 	SandboxSeccomp   SandboxMode = "seccomp"
@@ -46,23 +47,19 @@ const (
 	NamespaceUserNetwork Namespace = "user+network"
 )
 
-// Sandbox is how RunChild isolates one child from the network, beyond the
-// refusing transports and resolver the child always installs. The zero value
-// is seccomp without a namespace: a caller that says nothing gets the filter.
+// Sandbox is how RunChild isolates one child from the network beyond what
+// every child does itself (refusing transports and resolver, closing
+// inherited sockets, the seccomp filter): the namespace it starts in. There
+// is deliberately no way to leave the filter out: a network namespace does
+// not isolate path-named Unix sockets, and the filter is what stops those.
 type Sandbox struct {
-	// NoSeccomp leaves out the child's seccomp filter (KUKIE_RENDER_SANDBOX=
-	// namespace, or auto on a host without seccomp).
-	NoSeccomp bool
 	// Namespace is the network namespace the child starts in.
 	Namespace Namespace
 }
 
 // Layers names the layers in force, in the words of the start-up log line.
 func (s Sandbox) Layers() []string {
-	layers := []string{"transport"}
-	if !s.NoSeccomp {
-		layers = append(layers, "seccomp")
-	}
+	layers := []string{"transport", "seccomp"}
 	if s.Namespace != NamespaceNone {
 		layers = append(layers, "namespace:"+string(s.Namespace))
 	}
@@ -70,13 +67,15 @@ func (s Sandbox) Layers() []string {
 }
 
 // sandboxEnvVar carries the layers (Sandbox.Layers, comma-separated) to the
-// child, whose environment is otherwise empty: "seccomp" in it, or the
-// variable missing, makes the child install its filter before it reads the
-// request. It is not the server's KUKIE_RENDER_SANDBOX, which names a mode.
+// child, whose environment is otherwise empty. The child installs its
+// filter whatever the variable says, and refuses to render when the
+// variable is set to anything RunChild does not write (checkLayers). It is
+// not the server's KUKIE_RENDER_SANDBOX, which names a mode.
 const sandboxEnvVar = "KUKIE_RENDER_LAYERS"
 
 // ReasonSandboxUnavailable is the Error.Reason of a child that could not
-// install the sandbox it was asked for; it renders nothing.
+// enter its sandbox (or was told of layers it does not know); it renders
+// nothing.
 const ReasonSandboxUnavailable = "render_sandbox_unavailable"
 
 // applySandbox is RunChild's part of the sandbox: the layers in the child's
@@ -87,17 +86,34 @@ func applySandbox(cmd *exec.Cmd, sb Sandbox) {
 }
 
 // enterSandbox is the child's first act, before it reads its request: every
-// HTTP transport and the resolver refuse, then (unless the parent left it
-// out) the seccomp filter makes socket(2) fail for every family.
-func enterSandbox(layers string) error {
+// HTTP transport and the resolver refuse, every socket it inherited is
+// closed, and the seccomp filter makes socket(2) and the other socket calls
+// fail. Only then does it look at layers (the value of sandboxEnvVar; set
+// says whether there is one), and it fails closed: a value RunChild would
+// not write is an error, so a child never renders under layers it does not
+// understand. A missing variable (a child run by hand) means no namespace.
+func enterSandbox(layers string, set bool) error {
 	refuseNetworkInProcess()
-	if layers != "" && !slices.Contains(strings.Split(layers, ","), "seccomp") {
-		return nil
+	if err := closeInheritedSockets(); err != nil {
+		return fmt.Errorf("closing inherited sockets: %w", err)
 	}
 	if err := installSeccomp(); err != nil {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
+	if set {
+		return checkLayers(layers)
+	}
 	return nil
+}
+
+// checkLayers accepts exactly the layer lists RunChild writes.
+func checkLayers(layers string) error {
+	for _, ns := range []Namespace{NamespaceNone, NamespaceNetwork, NamespaceUserNetwork} {
+		if layers == strings.Join(Sandbox{Namespace: ns}.Layers(), ",") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s=%q is not a list of layers this child knows; not rendering", sandboxEnvVar, layers)
 }
 
 // remoteNotLoaded is the error of anything in the child that tries to reach

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -19,14 +20,56 @@ var auditArch = map[string]uint32{
 }
 
 // deniedSyscalls fail with EPERM in the child: socket(2) and socketpair(2)
-// for every family (the child talks to its parent over inherited pipes and
-// needs no socket), io_uring (which can open sockets without socket(2)), and
-// the calls that would borrow a socket or memory from another process of the
-// same user (pidfd_getfd, ptrace, process_vm_readv/writev).
+// for every family (the child talks to its parent over inherited pipes with
+// read and write, and needs no socket); every call that works only on a
+// socket, so a socket the child got anyway (inherited from a supervisor and
+// missed by closeInheritedSockets) cannot connect, listen, accept, send or
+// receive by them; io_uring (which can open sockets without socket(2)); and
+// the calls that would borrow a socket or memory from another process of
+// the same user (pidfd_getfd, ptrace, process_vm_readv/writev). write(2) on
+// a socket cannot be told from write(2) on a pipe here, which is why the
+// child closes inherited sockets first.
 var deniedSyscalls = []uint32{
 	unix.SYS_SOCKET, unix.SYS_SOCKETPAIR,
+	unix.SYS_CONNECT, unix.SYS_BIND, unix.SYS_LISTEN, unix.SYS_ACCEPT, unix.SYS_ACCEPT4,
+	unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG,
+	unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG,
+	unix.SYS_GETSOCKOPT, unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKNAME, unix.SYS_GETPEERNAME, unix.SYS_SHUTDOWN,
 	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 	unix.SYS_PIDFD_GETFD, unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
+}
+
+// closeInheritedSockets closes every socket among the child's descriptors
+// above stderr. exec closes only descriptors marked close-on-exec, so a
+// socket the server inherited without that mark (a supervisor's listening
+// socket, say) would reach the child, and write(2) on it sends. The runtime's
+// own descriptors (epoll, eventfd, pipes) are not sockets and stay.
+func closeInheritedSockets() error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	_ = d.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd <= 2 {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			continue // the listing's own descriptor, closed by now
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			if err := unix.Close(fd); err != nil {
+				return fmt.Errorf("descriptor %d: %w", fd, err)
+			}
+		}
+	}
+	return nil
 }
 
 // x32SyscallBit marks x32-ABI system calls on amd64.

@@ -13,6 +13,10 @@ func installSeccomp() error {
 	return errors.New("seccomp is not available on " + runtime.GOOS)
 }
 
+// closeInheritedSockets has nothing to do outside Linux: installSeccomp
+// fails there, so no child renders.
+func closeInheritedSockets() error { return nil }
+
 // namespaces is empty outside Linux: ProbeSandbox offers no namespace.
 var namespaces []Namespace
 

@@ -9,7 +9,7 @@ import (
 )
 
 // SandboxReport is what ProbeSandbox found: the sandbox renders get and,
-// for auto, each layer the host refused with its reason.
+// for auto, the namespaces the host refused with their reasons.
 type SandboxReport struct {
 	Mode    SandboxMode
 	Sandbox Sandbox
@@ -25,10 +25,11 @@ var probeRequest = Request{
 
 // ProbeSandbox finds, once at start, the sandbox mode can have on this host
 // by rendering probeRequest in real children (binary args, under lim) with
-// each candidate, best first: auto tries seccomp with a network namespace,
-// then one inside a user namespace, then seccomp alone (and without seccomp
-// where the child cannot install it); seccomp and namespace take their one
-// layer or fail. The error is one line saying what the host refused.
+// each candidate, best first: auto tries a network namespace, then one
+// inside a user namespace, then none; seccomp takes none; namespace takes
+// the first namespace the host allows or fails. Every child installs the
+// seccomp filter: a child that cannot is a start-up error in every mode. The
+// error is one line saying what the host refused.
 func ProbeSandbox(ctx context.Context, mode SandboxMode, binary string, args []string, lim Limits) (SandboxReport, error) {
 	return probeSandbox(mode, namespaces, func(sb Sandbox) (Result, error) {
 		l := lim
@@ -52,33 +53,28 @@ func probeSandbox(mode SandboxMode, offered []Namespace, try func(Sandbox) (Resu
 	default:
 		return rep, fmt.Errorf("unknown render sandbox mode %q", mode)
 	}
-	seccomp := mode != SandboxNamespace
 	var refused []string
 	for _, ns := range candidates {
-		for {
-			sb := Sandbox{NoSeccomp: !seccomp, Namespace: ns}
-			res, err := try(sb)
-			if err != nil && ns != NamespaceNone {
-				refused = append(refused, string(ns)+": "+err.Error())
-				break
-			}
-			if err != nil {
-				return rep, fmt.Errorf("the render child does not start: %w", err)
-			}
-			if res.Error != nil && res.Error.Reason == ReasonSandboxUnavailable && seccomp && mode == SandboxAuto {
-				rep.Missing = append(rep.Missing, "seccomp: "+res.Error.Message)
-				seccomp = false
-				continue
-			}
-			if res.Error != nil {
-				return rep, fmt.Errorf("the render child fails in its sandbox (%s): %s", strings.Join(sb.Layers(), ","), res.Error.Message)
-			}
-			if ns == NamespaceNone && mode == SandboxAuto {
-				rep.Missing = append(rep.Missing, "namespace: "+namespaceRefusal(refused))
-			}
-			rep.Sandbox = sb
-			return rep, nil
+		sb := Sandbox{Namespace: ns}
+		res, err := try(sb)
+		switch {
+		case err != nil && ns != NamespaceNone:
+			refused = append(refused, string(ns)+": "+err.Error())
+			continue
+		case err != nil:
+			return rep, fmt.Errorf("the render child does not start: %w", err)
+		case res.Error != nil && res.Error.Reason == ReasonSandboxUnavailable:
+			return rep, fmt.Errorf("the render child cannot enter its sandbox (%s): this host does not let an unprivileged process "+
+				"install a seccomp filter (it needs Linux with seccomp filters, and a runtime seccomp profile that allows prctl(PR_SET_NO_NEW_PRIVS) and seccomp(2)); "+
+				"renders never run without it", res.Error.Message)
+		case res.Error != nil:
+			return rep, fmt.Errorf("the render child fails in its sandbox (%s): %s", strings.Join(sb.Layers(), ","), res.Error.Message)
 		}
+		if ns == NamespaceNone && mode == SandboxAuto {
+			rep.Missing = append(rep.Missing, "namespace: "+namespaceRefusal(refused))
+		}
+		rep.Sandbox = sb
+		return rep, nil
 	}
 	return rep, fmt.Errorf("no network namespace can be made here (%s): give the pod CAP_SYS_ADMIN or allow unprivileged user namespaces, or use auto or seccomp", namespaceRefusal(refused))
 }

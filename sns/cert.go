@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+	"golang.org/x/time/rate"
 )
 
 // MaxCertSize caps the certificate response body (and its headers).
@@ -52,19 +53,34 @@ func newCertClient(roots *x509.CertPool, timeout time.Duration) *http.Client {
 	}
 }
 
-// certificate returns the certificate at rawURL from the cache, or fetches
-// it once however many callers ask at the same time. A fetch that failed
-// is answered from the failure cache for FailureCacheTTL; a fetch takes a
-// token from the process-wide bucket, and fails with ReasonCertBudget
-// without connecting when there is none. A certificate in the cache is
-// returned whatever the bucket holds. The fetch runs detached from ctx
-// (bounded by the fetch timeout) so that one caller giving up does not
-// fail the others waiting on it.
-func (v *Verifier) certificate(ctx context.Context, rawURL string) (*x509.Certificate, error) {
+// certificate returns the certificate at rawURL, named by a message of
+// topic, from the cache, or fetches it once however many callers ask at the
+// same time. A fetch that failed is answered from the failure cache for
+// FailureCacheTTL; a fetch takes a token from the topic's bucket and one
+// from the process-wide bucket (takeFetchToken), and fails with
+// ReasonCertBudget without connecting when either has none. A certificate
+// in the cache is returned whatever the buckets hold, whichever topic
+// fetched it. The fetch runs detached from ctx (bounded by the fetch
+// timeout) so that one caller giving up does not fail the others waiting on
+// it.
+func (v *Verifier) certificate(ctx context.Context, topic, rawURL string) (*x509.Certificate, error) {
 	if c, ok := v.cache.Get(rawURL); ok {
 		return c, nil
 	}
-	ch := v.flight.DoChan(rawURL, func() (any, error) {
+	c, err := v.joinFetch(ctx, rawURL, topic, rawURL)
+	var refused topicBudgetError
+	if errors.As(err, &refused) && refused.topic != topic {
+		// The fetch this caller joined was another topic's, refused by that
+		// topic's bucket: that is no answer for this topic. It asks again,
+		// in a flight of its own topic (the URL holds no space).
+		return v.joinFetch(ctx, topic+" "+rawURL, topic, rawURL)
+	}
+	return c, err
+}
+
+// joinFetch runs, or joins, the flight key fetching rawURL for topic.
+func (v *Verifier) joinFetch(ctx context.Context, key, topic, rawURL string) (*x509.Certificate, error) {
+	ch := v.flight.DoChan(key, func() (any, error) {
 		// A caller that missed the cache just before the previous flight
 		// stored its result lands here after that flight has ended.
 		if c, ok := v.cache.Get(rawURL); ok {
@@ -77,8 +93,8 @@ func (v *Verifier) certificate(ctx context.Context, rawURL string) (*x509.Certif
 			}
 			v.failures.Remove(rawURL)
 		}
-		if !v.bucket.AllowN(now, 1) {
-			return nil, transient(ReasonCertBudget, "too many signing certificates fetched lately; not fetching this one now", nil)
+		if err := v.takeFetchToken(topic, now); err != nil {
+			return nil, err
 		}
 		c, err := v.fetch(context.WithoutCancel(ctx), rawURL)
 		if err != nil {
@@ -97,6 +113,38 @@ func (v *Verifier) certificate(ctx context.Context, rawURL string) (*x509.Certif
 	case <-ctx.Done():
 		return nil, transient(ReasonCertFetch, "stopped waiting for the signing certificate", ctx.Err())
 	}
+}
+
+// topicBudgetError is a fetch refused by topic's own bucket: the answer for
+// that topic's callers only.
+type topicBudgetError struct {
+	topic string
+	err   error
+}
+
+func (e topicBudgetError) Error() string { return e.err.Error() }
+func (e topicBudgetError) Unwrap() error { return e.err }
+
+// takeFetchToken takes one token from topic's bucket and one from the
+// process-wide bucket, or none: a topic's token is not spent on a fetch the
+// process-wide bucket refuses, so a topic whose first delivery meets an
+// empty process-wide bucket still has its own tokens for SNS's retries.
+func (v *Verifier) takeFetchToken(topic string, now time.Time) error {
+	v.budgetMu.Lock()
+	defer v.budgetMu.Unlock()
+	own, ok := v.topicBuckets.Get(topic)
+	if !ok {
+		own = rate.NewLimiter(v.topicRate, v.topicBurst)
+		v.topicBuckets.Add(topic, own)
+	}
+	if own.TokensAt(now) < 1 {
+		return topicBudgetError{topic: topic, err: transient(ReasonCertBudget, "too many signing certificates fetched lately for this topic; not fetching this one now", nil)}
+	}
+	if !v.bucket.AllowN(now, 1) {
+		return transient(ReasonCertBudget, "too many signing certificates fetched lately; not fetching this one now", nil)
+	}
+	own.AllowN(now, 1)
+	return nil
 }
 
 func (v *Verifier) fetch(ctx context.Context, rawURL string) (*x509.Certificate, error) {

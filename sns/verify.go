@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -19,13 +20,15 @@ import (
 
 // Defaults for the zero fields of Options.
 //
-// The certificate fetch bucket: SNS signs with one certificate per region
-// and rotates it rarely (months apart), so a process needs one fetch per
-// region it hears from, plus one per rotation. A burst of 10 lets a cold
-// process learn 10 regions at once; one new fetch a second after that is
-// far above any genuine need and keeps what forged messages of a listed
-// topic can make the process fetch (each naming another file on the SNS
-// host) to one request a second, to AWS's own hosts only.
+// The process-wide certificate fetch bucket: SNS signs with one
+// certificate per region and rotates it rarely (months apart), so a process
+// needs one fetch per region it hears from, plus one per rotation. A burst
+// of 10 lets a cold process learn 10 regions at once; one new fetch a second
+// after that is far above any genuine need and keeps what forged messages
+// of listed topics can make the process fetch (each naming another file on
+// the SNS host) to one request a second, to AWS's own hosts only. Each
+// topic's own bucket (DefaultTopicFetchRate) keeps one topic from taking
+// all of it.
 const (
 	DefaultMaxAge       = time.Hour
 	DefaultFetchTimeout = 5 * time.Second // well under SNS's ~15 s delivery timeout
@@ -33,6 +36,23 @@ const (
 	DefaultFetchRate    = rate.Limit(1) // uncached certificate fetches a second, process-wide
 	DefaultFetchBurst   = 10
 )
+
+// Defaults for the per-topic certificate fetch bucket, in front of the
+// process-wide one: a topic needs one certificate per rotation, and a burst
+// of 2 covers a first fetch that fails and SNS's retry 40 s later fetching
+// again. So a listed topic posting forged messages, each naming another
+// certificate file, drains its own bucket after 2 fetches and then makes
+// one a minute, and the process-wide bucket stays for every other topic.
+const (
+	DefaultTopicFetchRate  = rate.Limit(1.0 / 60) // uncached certificate fetches a second, per topic
+	DefaultTopicFetchBurst = 2
+)
+
+// topicBucketsSize bounds the per-topic buckets kept (least recently used
+// out first). Only listed topics reach a fetch, so this is above any real
+// count; a topic whose bucket is dropped gets a full one, within the
+// process-wide bucket still.
+const topicBucketsSize = 4096
 
 // FailureCacheTTL is how long a failed certificate fetch is remembered: a
 // delivery naming that URL meanwhile is answered ErrTransient without a
@@ -42,8 +62,8 @@ const (
 const FailureCacheTTL = 30 * time.Second
 
 // failureCacheSize bounds the remembered failures; each took a token from
-// the fetch bucket, so at the defaults no more than about 40 are younger
-// than FailureCacheTTL.
+// the process-wide fetch bucket, so at the defaults no more than about 40
+// are younger than FailureCacheTTL.
 const failureCacheSize = 1024
 
 // Options tunes a Verifier; the zero value is the production setting.
@@ -66,6 +86,13 @@ type Options struct {
 	// DefaultFetchRate and DefaultFetchBurst.
 	FetchRate  rate.Limit
 	FetchBurst int
+	// TopicFetchRate and TopicFetchBurst are each topic's own bucket of
+	// certificate fetches, taken before the process-wide one, so one topic
+	// cannot empty that for the others. A fetch refused by the process-wide
+	// bucket takes no token from the topic's. 0 means DefaultTopicFetchRate
+	// and DefaultTopicFetchBurst.
+	TopicFetchRate  rate.Limit
+	TopicFetchBurst int
 }
 
 // Verifier checks that SNS deliveries are authentic and fresh. It is safe
@@ -80,6 +107,13 @@ type Verifier struct {
 	failures     *lru.Cache[string, failedFetch]
 	bucket       *rate.Limiter
 	flight       singleflight.Group
+
+	// budgetMu makes taking a token from a topic's bucket and from the
+	// process-wide one a single decision.
+	budgetMu     sync.Mutex
+	topicBuckets *lru.Cache[string, *rate.Limiter]
+	topicRate    rate.Limit
+	topicBurst   int
 }
 
 // failedFetch is a fetch failure remembered until FailureCacheTTL after at.
@@ -94,9 +128,9 @@ type failedFetch struct {
 // trusts, and fails if there are none. It reads HTTPS_PROXY and NO_PROXY
 // now (see newCertClient).
 func New(o Options) (*Verifier, error) {
-	if o.MaxAge < 0 || o.FetchTimeout < 0 || o.CacheSize < 0 || o.FetchRate < 0 || o.FetchBurst < 0 {
-		return nil, fmt.Errorf("sns: negative option (MaxAge %v, FetchTimeout %v, CacheSize %d, FetchRate %v, FetchBurst %d)",
-			o.MaxAge, o.FetchTimeout, o.CacheSize, o.FetchRate, o.FetchBurst)
+	if o.MaxAge < 0 || o.FetchTimeout < 0 || o.CacheSize < 0 || o.FetchRate < 0 || o.FetchBurst < 0 || o.TopicFetchRate < 0 || o.TopicFetchBurst < 0 {
+		return nil, fmt.Errorf("sns: negative option (MaxAge %v, FetchTimeout %v, CacheSize %d, FetchRate %v, FetchBurst %d, TopicFetchRate %v, TopicFetchBurst %d)",
+			o.MaxAge, o.FetchTimeout, o.CacheSize, o.FetchRate, o.FetchBurst, o.TopicFetchRate, o.TopicFetchBurst)
 	}
 	v := &Verifier{now: o.Now, maxAge: o.MaxAge, fetchTimeout: o.FetchTimeout}
 	if v.now == nil {
@@ -128,6 +162,16 @@ func New(o Options) (*Verifier, error) {
 		burst = DefaultFetchBurst
 	}
 	v.bucket = rate.NewLimiter(fetchRate, burst)
+	v.topicRate, v.topicBurst = o.TopicFetchRate, o.TopicFetchBurst
+	if v.topicRate == 0 {
+		v.topicRate = DefaultTopicFetchRate
+	}
+	if v.topicBurst == 0 {
+		v.topicBurst = DefaultTopicFetchBurst
+	}
+	if v.topicBuckets, err = lru.New[string, *rate.Limiter](topicBucketsSize); err != nil {
+		return nil, fmt.Errorf("sns: topic buckets: %w", err)
+	}
 	roots, err := x509.SystemCertPool()
 	if err != nil {
 		return nil, fmt.Errorf("sns: system root certificates: %w", err)
@@ -154,8 +198,8 @@ func (v *Verifier) checkOffline(m Message, now time.Time) error {
 }
 
 // Verify checks m completely, network last: CheckOffline, then fetches
-// the signing certificate (ErrTransient if that fails, or if the fetch
-// bucket is empty), checks the certificate's validity dates and the RSA
+// the signing certificate (ErrTransient if that fails, or if the topic's or
+// the process-wide fetch bucket is empty), checks the certificate's validity dates and the RSA
 // signature over StringToSign with SHA1 (version 1) or SHA256 (version 2)
 // (ErrRejected). It never fetches a URL CheckCertURL refuses.
 func (v *Verifier) Verify(ctx context.Context, m Message) error {
@@ -181,7 +225,7 @@ func (v *Verifier) verifyAt(ctx context.Context, m Message, now time.Time) error
 	if err != nil {
 		return malformed(ReasonSyntax, "Signature is not base64")
 	}
-	cert, err := v.certificate(ctx, m.SigningCertURL)
+	cert, err := v.certificate(ctx, m.TopicARN, m.SigningCertURL)
 	if err != nil {
 		return err
 	}

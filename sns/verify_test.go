@@ -202,7 +202,7 @@ func TestVerifyCache(t *testing.T) {
 		}
 	})
 	t.Run("Bounded", func(t *testing.T) {
-		h := mustSNSHost(t, hostOptions{verifier: Options{CacheSize: 1}})
+		h := mustSNSHost(t, hostOptions{verifier: Options{CacheSize: 1, TopicFetchBurst: roomyTopicBucket}}) // three fetches of one topic
 		other := "/SimpleNotificationService-b0.pem"
 		h.mux.Handle(other, servePEM(signingCertPEM(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))))
 		for _, path := range []string{testCertPath, other, testCertPath} {

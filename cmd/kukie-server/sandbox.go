@@ -11,8 +11,9 @@ import (
 
 // renderSandbox finds, once at start, which layers keep render children
 // (`binary render`) off the network under KUKIE_RENDER_SANDBOX, and logs them
-// in one line; its children run under limits. A forced mode the host refuses is a start-up error; auto
-// without seccomp is logged as a warning.
+// in one line; its children run under limits. A host where the child cannot
+// install its seccomp filter (any mode), or a namespace mode without a
+// namespace, is a start-up error naming the variable.
 func renderSandbox(ctx context.Context, mode render.SandboxMode, binary string, limits render.Limits, log *slog.Logger) (render.Sandbox, error) {
 	// The probe's children run under the renders' own limits, so what it
 	// finds is what a render gets.
@@ -22,14 +23,10 @@ func renderSandbox(ctx context.Context, mode render.SandboxMode, binary string, 
 	if err != nil {
 		return render.Sandbox{}, fmt.Errorf("KUKIE_RENDER_SANDBOX=%s: %w", mode, err)
 	}
-	level := slog.LevelInfo
-	if rep.Sandbox.NoSeccomp && mode == render.SandboxAuto {
-		level = slog.LevelWarn
-	}
 	attrs := []any{"mode", string(rep.Mode), "layers", rep.Sandbox.Layers()}
 	if len(rep.Missing) > 0 {
 		attrs = append(attrs, "missing", rep.Missing)
 	}
-	log.Log(ctx, level, "render sandbox", attrs...)
+	log.InfoContext(ctx, "render sandbox", attrs...)
 	return rep.Sandbox, nil
 }
