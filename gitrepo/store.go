@@ -111,3 +111,12 @@ func (o *encodedObject) Writer() (io.WriteCloser, error) { return nil, errReadOn
 func (o *encodedObject) Reader() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(o.obj.data)), nil
 }
+
+// tree returns the bytes of the tree object h.
+func (s *objectStore) tree(h plumbing.Hash) ([]byte, bool) {
+	o, ok := s.objects[h]
+	if !ok || o.typ != plumbing.TreeObject {
+		return nil, false
+	}
+	return o.data, true
+}

@@ -33,7 +33,9 @@ type Tree struct {
 	// the tree, at a directory, or nowhere — such a link is not in Files:
 	// nothing outside the tree is ever read.
 	Symlinks map[string]Symlink
-	// Bytes is the total size of Files.
+	// Bytes is what the tree holds: every file's content and path and every
+	// link's path and target, each entry with 64 bytes of bookkeeping. It is
+	// what MaxTreeBytes, TreeCacheBytes and the disk cache count.
 	Bytes int64
 }
 
@@ -164,7 +166,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	if isTip || adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
 		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1, f.bounds(budget, true))
 		if err == nil && hasCommit(st, commit) {
-			return f.buildTree(st, commit)
+			return f.buildTree(ctx, st, commit)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -188,7 +190,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 			return nil, classify(ctx, err)
 		}
 		if hasCommit(st, commit) {
-			return f.buildTree(st, commit)
+			return f.buildTree(ctx, st, commit)
 		}
 		if complete {
 			break // the whole history is here; deeper will not help
@@ -255,60 +257,63 @@ func hasCommit(st *objectStore, commit plumbing.Hash) bool {
 
 // buildTree reads the commit's files, within the limits, and resolves its
 // symbolic links inside the tree. Files share the store's bytes.
-func (f *Fetcher) buildTree(st *objectStore, commit plumbing.Hash) (*Tree, error) {
+func (f *Fetcher) buildTree(ctx context.Context, st *objectStore, commit plumbing.Hash) (*Tree, error) {
 	c, err := object.GetCommit(st, commit)
 	if err != nil {
 		return nil, refNotFound(fmt.Sprintf("%s is not a commit.", commit))
 	}
-	root, err := c.Tree()
-	if err != nil {
-		return nil, unreachable("The server sent an incomplete commit.", err)
-	}
 	t := &Tree{Commit: commit.String(), Files: map[string][]byte{}, Symlinks: map[string]Symlink{}}
-	w := object.NewTreeWalker(root, true, nil)
-	defer w.Close()
-	for {
-		name, entry, err := w.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, unreachable("The server sent an incomplete tree.", err)
-		}
-		if !fs.ValidPath(name) {
-			continue // ".", ".." or empty elements: never a path to expose
-		}
-		switch entry.Mode {
+	lim := walkLimits{entries: walkEntriesPerFile * f.opts.MaxFiles}
+	err = walkTree(ctx, st, c.TreeHash, lim, func(name string, entry treeEntry) error {
+		switch entry.mode {
 		case filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
 		default:
-			continue // directories are walked into; submodules are not ours
+			return nil // submodules are not ours
 		}
 		if len(t.Files)+len(t.Symlinks) >= f.opts.MaxFiles {
-			return nil, tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
+			return tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
 		}
-		data, ok := st.blob(entry.Hash)
+		data, ok := st.blob(entry.hash)
 		if !ok {
-			return nil, unreachable("The server sent an incomplete tree.", nil)
+			return unreachable("The server sent an incomplete tree.", nil)
 		}
-		if entry.Mode == filemode.Symlink {
-			if len(data) > 4096 {
-				continue // an over-long link target resolves nowhere
+		if entry.mode == filemode.Symlink {
+			if len(data) > maxPathBytes {
+				return nil // an over-long link target resolves nowhere
 			}
 			t.Symlinks[name] = Symlink{Target: string(data)}
-			continue
+			return t.charge(f.opts.MaxTreeBytes, linkCost(name, string(data)))
 		}
-		size := int64(len(data))
-		if size > f.opts.MaxFileBytes {
-			return nil, tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
-		}
-		if t.Bytes+size > f.opts.MaxTreeBytes {
-			return nil, tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", f.opts.MaxTreeBytes))
+		if int64(len(data)) > f.opts.MaxFileBytes {
+			return tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
 		}
 		t.Files[name] = data
-		t.Bytes += int64(len(data))
+		return t.charge(f.opts.MaxTreeBytes, fileCost(name, data))
+	})
+	if err != nil {
+		return nil, err
 	}
 	resolveLinks(t)
 	return t, nil
+}
+
+// fileCost is what a file at name charges Tree.Bytes.
+func fileCost(name string, data []byte) int64 {
+	return int64(len(name)) + int64(len(data)) + entryOverhead
+}
+
+// linkCost is what a link at name charges Tree.Bytes.
+func linkCost(name, target string) int64 {
+	return int64(len(name)) + int64(len(target)) + entryOverhead
+}
+
+// charge adds n to t.Bytes, refusing past max.
+func (t *Tree) charge(max, n int64) error {
+	if t.Bytes+n > max {
+		return tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", max))
+	}
+	t.Bytes += n
+	return nil
 }
 
 // resolveLinks sets each link's Resolved and puts the in-tree file it

@@ -1,0 +1,159 @@
+package gitrepo_test
+
+// Regression tests for the security review of issue 19 (PoCs of branch
+// trial, 3901e01): hand-made packs served by the real git http-backend.
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/kukie/gitops-server/gitrepo"
+	"github.com/kukie/gitops-server/internal/gittest"
+)
+
+type hostileEntry struct {
+	mode string
+	name string
+	hash plumbing.Hash
+}
+
+// hostileTree encodes a tree with its entries sorted as git sorts them
+// (a directory compares as its name followed by "/").
+func hostileTree(entries ...hostileEntry) []byte {
+	key := func(e hostileEntry) string {
+		if e.mode == "40000" {
+			return e.name + "/"
+		}
+		return e.name
+	}
+	slices.SortFunc(entries, func(a, b hostileEntry) int { return strings.Compare(key(a), key(b)) })
+	var b bytes.Buffer
+	for _, e := range entries {
+		b.WriteString(e.mode + " " + e.name + "\x00")
+		b.Write(e.hash[:])
+	}
+	return b.Bytes()
+}
+
+// serveHostilePack stores pack in a fresh repository with main at commit
+// and serves it over HTTP.
+func serveHostilePack(t *testing.T, pack []byte, commit plumbing.Hash) *gittest.HTTPServer {
+	t.Helper()
+	repo := gittest.NewRepo(t)
+	repo.AddPack(t, pack)
+	repo.Branch(t, "main", commit.String())
+	return repo.ServeHTTP(t, gittest.HTTPOptions{})
+}
+
+// A tree DAG: T0 is empty and each T(i) holds directories a and b, both
+// T(i-1). 42 levels fit in a 2 KB pack and name 2^42 directories; the walk
+// counts every entry it visits (directories too) and is refused at
+// 4×MaxFiles entries, remembered like any other refusal.
+func TestTreeDirectoryDAGIsRefused(t *testing.T) {
+	ctx := testContext(t)
+	var p gittest.PackBuilder
+	h, _ := p.Object(plumbing.TreeObject, nil)
+	for range 42 {
+		h, _ = p.Object(plumbing.TreeObject, hostileTree(hostileEntry{"40000", "a", h}, hostileEntry{"40000", "b", h}))
+	}
+	commit, _ := p.Object(plumbing.CommitObject, commitObject(h))
+	srv := serveHostilePack(t, p.Bytes(), commit)
+	f := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()})
+	_, err := f.Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+
+	packs := srv.Counts().Packs
+	_, err = f.Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	if got := srv.Counts().Packs - packs; got != 0 {
+		t.Errorf("the refused walk was fetched again (%d packs): it is not remembered", got)
+	}
+}
+
+// Submodules and names that are never a path are walked entries too: a
+// tree of 10 links to 10 trees of submodules and ".." names is refused
+// past 4×MaxFiles entries though it holds no file at all.
+func TestTreeSkippedEntriesAreCounted(t *testing.T) {
+	ctx := testContext(t)
+	var p gittest.PackBuilder
+	sub := plumbing.ComputeHash(plumbing.CommitObject, []byte("elsewhere"))
+	var leaves []hostileEntry
+	for i := range 30 {
+		leaves = append(leaves, hostileEntry{"160000", fmt.Sprintf("sub%02d", i), sub})
+	}
+	leaf, _ := p.Object(plumbing.TreeObject, hostileTree(leaves...))
+	var dirs []hostileEntry
+	for i := range 10 {
+		dirs = append(dirs, hostileEntry{"40000", fmt.Sprintf("d%d", i), leaf})
+	}
+	root, _ := p.Object(plumbing.TreeObject, hostileTree(dirs...))
+	commit, _ := p.Object(plumbing.CommitObject, commitObject(root))
+	srv := serveHostilePack(t, p.Bytes(), commit)
+
+	// 310 entries: over 4×50, within 4×100.
+	_, err := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxFiles: 50}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	tree, err := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxFiles: 100}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree.Files) != 0 {
+		t.Errorf("a tree of submodules has %d files", len(tree.Files))
+	}
+}
+
+// Paths are bounded and charged: two entries with 64 KiB names nested 10
+// deep made 1,024 one-byte files with 640 MiB of paths that Tree.Bytes did
+// not count. A path over 4,096 bytes is refused; within it, every path is
+// charged to Tree.Bytes (and so to MaxTreeBytes and the caches).
+func TestTreePathNamesAreBoundedAndCharged(t *testing.T) {
+	ctx := testContext(t)
+	nested := func(nameLen, depth int) (*gittest.HTTPServer, plumbing.Hash) {
+		var p gittest.PackBuilder
+		h, _ := p.Object(plumbing.BlobObject, []byte("x"))
+		mode := "100644"
+		for i := range depth {
+			a := strings.Repeat("a", nameLen-1) + fmt.Sprint(i%10)
+			b := strings.Repeat("b", nameLen-1) + fmt.Sprint(i%10)
+			h, _ = p.Object(plumbing.TreeObject, hostileTree(hostileEntry{mode, a, h}, hostileEntry{mode, b, h}))
+			mode = "40000"
+		}
+		commit, _ := p.Object(plumbing.CommitObject, commitObject(h))
+		return serveHostilePack(t, p.Bytes(), commit), commit
+	}
+
+	t.Run("ErrPathTooLong", func(t *testing.T) {
+		srv, commit := nested(64<<10, 10)
+		_, err := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	})
+	t.Run("ErrTooDeep", func(t *testing.T) {
+		srv, commit := nested(1, 300)
+		_, err := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	})
+	t.Run("PathsCharged", func(t *testing.T) {
+		// 2^8 = 256 files of one byte whose paths are 8×300 bytes.
+		srv, commit := nested(299, 8)
+		tree, err := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths int64
+		for name, data := range tree.Files {
+			paths += int64(len(name) + len(data))
+		}
+		if len(tree.Files) != 256 || tree.Bytes < paths {
+			t.Errorf("%d files, Tree.Bytes = %d, want 256 files and Bytes >= %d (their paths and contents)", len(tree.Files), tree.Bytes, paths)
+		}
+		// The same tree over MaxTreeBytes: its contents are 256 bytes, its
+		// paths 600 KiB.
+		_, err = gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxTreeBytes: 64 << 10}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	})
+}
