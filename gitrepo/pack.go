@@ -83,7 +83,7 @@ func readPack(r io.Reader, b packBounds) (*objectStore, error) {
 		return nil, err
 	}
 	p := &packReader{sc: sc, b: b, st: newObjectStore(count),
-		atOffset: map[int64]plumbing.Hash{}, waiting: map[any][]*pendingDelta{}}
+		atOffset: map[int64]plumbing.Hash{}, depthAt: map[int64]int{}, waiting: map[any][]*pendingDelta{}}
 	for range count {
 		if err := p.next(); err != nil {
 			return nil, err
@@ -105,6 +105,11 @@ type packReader struct {
 	// atOffset names the object (resolved) at each pack offset, for
 	// offset deltas.
 	atOffset map[int64]plumbing.Hash
+	// depthAt is the length of the chain of deltas the object at each
+	// offset was patched from (absent: sent whole). An object's chain is
+	// counted by offset, not by id: a chain of deltas that all produce one
+	// content is as long to resolve as any other.
+	depthAt map[int64]int
 	// waiting holds deltas whose base is not resolved yet, by the base's
 	// offset (int64) or hash (plumbing.Hash).
 	waiting map[any][]*pendingDelta
@@ -245,25 +250,51 @@ func (p *packReader) readDelta(oh *packfile.ObjectHeader) error {
 		}
 	}
 	if h, ok := base.(plumbing.Hash); ok && p.st.has(h) {
-		return p.apply(h, d)
+		depth := p.st.objects[h].depth
+		if oh.Type == plumbing.OFSDeltaObject {
+			depth = p.depthAt[oh.OffsetReference]
+		}
+		return p.apply(h, depth, d)
 	}
 	p.waiting[base] = append(p.waiting[base], d)
 	p.pending++
 	return nil
 }
 
-// apply patches base with d, within the bounds, and stores the target.
-func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
-	o := p.st.objects[base]
-	if err := p.admit(o.typ, d.target); err != nil {
-		return err
-	}
-	data, err := packfile.PatchDelta(o.data, d.data)
+// maxDeltaDepth bounds a chain of deltas (each against the one before).
+// git's pack-objects writes chains of 50 by default and of 4,095 at most
+// (its --depth is capped there), and a server reuses the deltas of its
+// stored packs, so no pack git wrote holds a longer one; 10,000 leaves
+// room for other servers while keeping what one chain costs to resolve
+// small.
+const maxDeltaDepth = 10_000
+
+// apply patches base with d and stores the target, then the deltas
+// waiting for it.
+func (p *packReader) apply(base plumbing.Hash, baseDepth int, d *pendingDelta) error {
+	h, err := p.patch(base, baseDepth, d)
 	if err != nil {
 		return err
 	}
+	return p.resolve(resolved{d.offset, h, baseDepth + 1})
+}
+
+// patch patches base, at the end of a chain of baseDepth deltas, with d,
+// within the bounds, and stores the target.
+func (p *packReader) patch(base plumbing.Hash, baseDepth int, d *pendingDelta) (plumbing.Hash, error) {
+	o := p.st.objects[base]
+	if baseDepth >= maxDeltaDepth {
+		return plumbing.ZeroHash, tooLarge(fmt.Sprintf("The repository holds a chain of more than %d deltas.", maxDeltaDepth))
+	}
+	if err := p.admit(o.typ, d.target); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	data, err := packfile.PatchDelta(o.data, d.data)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
 	if int64(len(data)) != d.target {
-		return fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
+		return plumbing.ZeroHash, fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
 	}
 	if cap(data) > len(data)+len(data)/8 {
 		// PatchDelta's buffer grew by doubling: a file kept in a cached
@@ -271,20 +302,55 @@ func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
 		data = bytes.Clone(data)
 	}
 	p.b.budget.inflated.add(int64(len(data)))
-	return p.store(d.offset, o.typ, data)
+	return p.put(d.offset, o.typ, data, baseDepth+1), nil
 }
 
-// store puts an object in the store and applies the deltas waiting for it.
+// store puts a whole object in the store and applies the deltas waiting
+// for it.
 func (p *packReader) store(offset int64, typ plumbing.ObjectType, data []byte) error {
-	h := p.st.put(typ, data)
+	return p.resolve(resolved{offset, p.put(offset, typ, data, 0), 0})
+}
+
+func (p *packReader) put(offset int64, typ plumbing.ObjectType, data []byte, depth int) plumbing.Hash {
+	h := p.st.put(typ, data, depth)
 	p.atOffset[offset] = h
-	for _, key := range []any{offset, h} {
-		waiting := p.waiting[key]
-		delete(p.waiting, key)
-		for _, d := range waiting {
-			p.pending--
-			if err := p.apply(h, d); err != nil {
-				return err
+	if depth > 0 {
+		p.depthAt[offset] = depth
+	}
+	return h
+}
+
+// resolved is an object stored whose waiting deltas are still to be
+// applied.
+type resolved struct {
+	offset int64
+	hash   plumbing.Hash
+	depth  int
+}
+
+// resolve applies the deltas waiting for the object just stored at
+// offset, and those waiting for their targets in turn, from a work queue:
+// a chain of waiting deltas is resolved in constant stack, however long.
+func (p *packReader) resolve(first resolved) error {
+	queue := []resolved{first}
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		// By offset, the chain of this very object; by id, the shortest
+		// chain that produced its content.
+		for _, base := range []struct {
+			key   any
+			depth int
+		}{{r.offset, r.depth}, {r.hash, p.st.objects[r.hash].depth}} {
+			waiting := p.waiting[base.key]
+			delete(p.waiting, base.key)
+			for _, d := range waiting {
+				p.pending--
+				h, err := p.patch(r.hash, base.depth, d)
+				if err != nil {
+					return err
+				}
+				queue = append(queue, resolved{d.offset, h, base.depth + 1})
 			}
 		}
 	}
