@@ -2,8 +2,11 @@ package gitrepo
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // DialFunc opens a network connection; the guarded dialer has this shape.
@@ -73,6 +78,9 @@ type Options struct {
 	// CacheBytes bounds the files in CacheDir (least recently used first
 	// out). Default: 1 GiB.
 	CacheBytes int64
+	// Logger records what no caller is told: a fetch that panicked, with
+	// its stack. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +126,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 1 << 30
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return o
 }
@@ -240,4 +251,21 @@ func (f *Fetcher) open(ctx context.Context, remote Remote) (uploadSession, *pack
 		return nil, nil, classify(ctx, err)
 	}
 	return sess, adv, nil
+}
+
+// recovered runs fn, a collapsed fetch, turning a panic into an internal
+// error (logged with its stack): singleflight re-panics a flight's panic
+// in a goroutine of its own when callers wait on it, which no one can
+// recover and which ends the process. A panic is never remembered as a
+// refusal.
+func (f *Fetcher) recovered(what string, fn func() (any, error)) func() (any, error) {
+	return func() (v any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				f.opts.Logger.Error("gitrepo: a fetch panicked", "fetch", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				v, err = nil, &service.Error{Code: service.EINTERNAL, Message: "The repository could not be read.", Err: fmt.Errorf("panic: %v", r)}
+			}
+		}()
+		return fn()
+	}
 }

@@ -6,14 +6,20 @@ package gitrepo_test
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/kukie/gitops-server/gitrepo"
 	"github.com/kukie/gitops-server/internal/gittest"
+	"github.com/kukie/gitops-server/service"
 )
 
 type hostileEntry struct {
@@ -156,4 +162,62 @@ func TestTreePathNamesAreBoundedAndCharged(t *testing.T) {
 		_, err = gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxTreeBytes: 64 << 10}).Tree(ctx, gitrepo.Remote{URL: srv.URL}, "", commit.String())
 		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
 	})
+}
+
+// panickingTransport panics on every request, as a bug anywhere under a
+// fetch would.
+type panickingTransport struct{ panics *atomic.Int32 }
+
+func (p panickingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	p.panics.Add(1)
+	panic("a bug under the fetch")
+}
+
+// A panic in a collapsed fetch was re-panicked by singleflight in a
+// goroutine of its own, which ends the process. Now it is an internal
+// error to every caller waiting on it, and it is not remembered.
+func TestFetchPanicIsAnInternalError(t *testing.T) {
+	ctx := testContext(t)
+	var panics atomic.Int32
+	var logs bytes.Buffer
+	f := gitrepo.New(gitrepo.Options{HTTPClient: &http.Client{Transport: panickingTransport{&panics}},
+		Logger: slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))})
+	remote := gitrepo.Remote{URL: "https://git.example.com/team/apps.git"}
+	commit := strings.Repeat("ab", 20)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			if i%2 == 0 {
+				_, errs[i] = f.Tree(ctx, remote, "", commit)
+			} else {
+				_, errs[i] = f.Resolve(ctx, remote, "main")
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if service.ErrorCode(err) != service.EINTERNAL {
+			t.Errorf("caller %d: err = %v, want %s", i, err, service.EINTERNAL)
+		}
+	}
+	before := panics.Load()
+	_, err := f.Tree(ctx, remote, "", commit)
+	if service.ErrorCode(err) != service.EINTERNAL || panics.Load() == before {
+		t.Errorf("the retry: err = %v after %d more requests; a panic must not be remembered", err, panics.Load()-before)
+	}
+	if !strings.Contains(logs.String(), "a bug under the fetch") {
+		t.Errorf("the panic is not logged: %s", logs.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -118,11 +118,11 @@ func (f *Fetcher) Resolve(ctx context.Context, remote Remote, ref string) (strin
 	if ok && f.opts.Now().Sub(c.at) < f.opts.RefTTL {
 		return c.refs.Commit(ref)
 	}
-	ch := f.refsFlight.DoChan(id, func() (any, error) {
+	ch := f.refsFlight.DoChan(id, f.recovered("refs", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
 		return f.ListRefs(ctx, remote)
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()

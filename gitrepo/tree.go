@@ -74,7 +74,7 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 	if err := f.refused(remote, commit); err != nil {
 		return nil, err
 	}
-	ch := f.treeFlight.DoChan(key, func() (any, error) {
+	ch := f.treeFlight.DoChan(key, f.recovered("tree", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
 		t, err := f.loadTree(ctx, remote, ref, commit)
@@ -94,7 +94,7 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 			f.trees.RemoveOldest()
 		}
 		return t, nil
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
