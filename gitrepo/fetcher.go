@@ -60,8 +60,19 @@ type Options struct {
 	// the fetch by id and every deepening step together, each object
 	// counted with 256 bytes of bookkeeping — so deepening into a long
 	// history stops there (KUKIE_REPO_MAX_FETCH_BYTES). It is also the
-	// most memory one fetch holds. Default: 1 GiB.
+	// most memory one fetch holds. Default: 512 MiB, the memory fetches
+	// share by default, so that with GOMEMLIMIT at 1 GiB one fetch and the
+	// tree cache fit beside the server.
 	MaxFetchBytes int64
+	// FetchMemoryBytes bounds what all concurrent fetches of the Fetcher
+	// hold together (each fetch's objects, counted as for MaxFetchBytes),
+	// so the replica's memory for fetches does not grow with their number.
+	// A fetch that finds it taken by others waits for it within
+	// FetchTimeout while it holds nothing yet, and is refused
+	// repo_fetch_busy (503, not remembered) when it cannot get more; one
+	// fetch alone is bounded by the lower of the two. Default: the larger
+	// of 512 MiB and MaxFetchBytes.
+	FetchMemoryBytes int64
 	// RefusalTTL is how long a fetch refused by a limit is remembered: a
 	// Tree of the same (Identity, commit) under the same limits is refused
 	// again without asking the Git server. Default: 10 minutes.
@@ -116,7 +127,10 @@ func (o Options) withDefaults() Options {
 		o.MaxPackBytes = 1 << 30
 	}
 	if o.MaxFetchBytes <= 0 {
-		o.MaxFetchBytes = 1 << 30
+		o.MaxFetchBytes = 512 << 20
+	}
+	if o.FetchMemoryBytes <= 0 {
+		o.FetchMemoryBytes = max(512<<20, o.MaxFetchBytes)
 	}
 	if o.RefusalTTL <= 0 {
 		o.RefusalTTL = 10 * time.Minute
@@ -151,6 +165,8 @@ type Fetcher struct {
 
 	// inflated counts the bytes inflated from packs, by all fetches.
 	inflated *int64Counter
+	// memory is what concurrent fetches hold (Options.FetchMemoryBytes).
+	memory *sharedBudget
 
 	disk    *diskCache // nil without Options.CacheDir, or when it failed to open
 	diskErr error
@@ -169,7 +185,8 @@ type limits struct {
 }
 
 func (o Options) limits() limits {
-	return limits{file: o.MaxFileBytes, tree: o.MaxTreeBytes, pack: o.MaxPackBytes, fetch: o.MaxFetchBytes, files: o.MaxFiles}
+	return limits{file: o.MaxFileBytes, tree: o.MaxTreeBytes, pack: o.MaxPackBytes,
+		fetch: min(o.MaxFetchBytes, o.FetchMemoryBytes), files: o.MaxFiles}
 }
 
 type refusalKey struct {
@@ -193,6 +210,7 @@ func New(opts Options) *Fetcher {
 		// guarded dialer's answer elsewhere.
 		http:     githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
 		inflated: &int64Counter{},
+		memory:   newSharedBudget(opts.FetchMemoryBytes),
 	}
 	f.refusals, _ = simplelru.NewLRU[refusalKey, refusal](4096, nil)
 	f.refs, _ = simplelru.NewLRU[string, cachedRefs](4096, nil)

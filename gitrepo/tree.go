@@ -154,7 +154,12 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	defer func() { _ = sess.Close() }()
 	refs := refsFromAdv(adv)
 	// One budget for every pack of this fetch: deepening reads history.
-	budget := &fetchBudget{max: f.opts.MaxFetchBytes, inflated: f.inflated}
+	// It holds its share of the Fetcher's memory for fetches until the
+	// fetch ends, refused or not: then only the Tree's files are kept,
+	// which the tree cache counts.
+	budget := &fetchBudget{max: min(f.opts.MaxFetchBytes, f.opts.FetchMemoryBytes), inflated: f.inflated,
+		shared: f.memory, ctx: ctx, wait: f.opts.FetchTimeout / 2}
+	defer budget.release()
 
 	// By id when the server allows it (or the commit is a tip, which any
 	// server sends). A server that advertises nothing may still refuse, so
@@ -168,11 +173,12 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		if err == nil && hasCommit(st, commit) {
 			return f.buildTree(ctx, st, commit)
 		}
+		switch service.ErrorReason(err) {
+		case ReasonRepoTooLarge, ReasonFetchBusy:
+			return nil, err
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
-		}
-		if service.ErrorReason(err) == ReasonRepoTooLarge {
-			return nil, err
 		}
 	}
 
@@ -209,7 +215,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 func (f *Fetcher) bounds(budget *fetchBudget, commitAlone bool) packBounds {
 	b := packBounds{maxObject: f.opts.MaxFileBytes, budget: budget}
 	if commitAlone {
-		b.maxBlobs = f.opts.MaxTreeBytes
+		b.maxCommit = f.opts.MaxTreeBytes
 	}
 	return b
 }
