@@ -74,7 +74,8 @@ type Options struct {
 	// of 512 MiB and MaxFetchBytes.
 	FetchMemoryBytes int64
 	// RefusalTTL is how long a fetch refused by a limit is remembered: a
-	// Tree of the same (Identity, commit) under the same limits is refused
+	// Tree of the same (Identity, commit) that would fetch the same way (by
+	// id, or deepening the same ref) under the same limits is refused
 	// again without asking the Git server. Default: 10 minutes.
 	RefusalTTL time.Duration
 	// TreeCacheBytes bounds the in-memory cache of trees (least recently
@@ -191,7 +192,10 @@ func (o Options) limits() limits {
 
 type refusalKey struct {
 	identity, commit string
-	limits           limits
+	// via is how the commit was fetched: routeByID, or refRoute (the ref
+	// deepened), so a refusal of one ref's history is not another's.
+	via    string
+	limits limits
 }
 
 // refusal is a fetch refused by a limit: its error, and when.

@@ -221,3 +221,48 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// The refusal key omitted how the commit was fetched: on a server that
+// sends no commit by id, tenant A asking for commit C through a ref with a
+// huge history got C refused under (identity, C), and tenant B, asking
+// through a ref where C is near the tip, was refused for 10 minutes. A
+// deepening refusal is now remembered under its ref: it is served to the
+// same ref only.
+func TestTreeRefusalIsKeyedByRef(t *testing.T) {
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t)
+	c := repo.Commit(t, map[string]string{"app.yaml": "kind: ConfigMap\n"}, "C")
+	repo.Commit(t, map[string]string{"app.yaml": "kind: ConfigMap\n", "small.txt": "d\n"}, "D")
+	repo.Branch(t, "small", "main")
+	repo.Branch(t, "huge", c)
+	repo.SetHead(t, "huge")
+	noise := make([]byte, 2<<20)
+	for i := range noise {
+		noise[i] = byte(i*7919 + i>>8*31)
+	}
+	for i := range 2 {
+		noise[0] = byte(i)
+		repo.Commit(t, map[string]string{"app.yaml": "kind: ConfigMap\n", "noise.bin": string(noise)}, fmt.Sprint("big ", i))
+	}
+	srv := repo.ServeHTTP(t, gittest.HTTPOptions{AllowAnyCommit: false})
+	f := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxFetchBytes: 1 << 20})
+	remote := gitrepo.Remote{URL: srv.URL}
+
+	_, err := f.Tree(ctx, remote, "huge", c)
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	// The same fetch again: remembered, the server is not asked.
+	packs := srv.Counts().Packs
+	_, err = f.Tree(ctx, remote, "huge", c)
+	wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	if got := srv.Counts().Packs - packs; got != 0 {
+		t.Errorf("the remembered refusal cost %d packs", got)
+	}
+	// Another ref reaches C in two commits: not refused.
+	tree, err := f.Tree(ctx, remote, "small", c)
+	if err != nil {
+		t.Fatalf("tenant B, through ref small: %v; A's refusal through huge was served to it", err)
+	}
+	if tree.Commit != c {
+		t.Errorf("tree at %s, want %s", tree.Commit, c)
+	}
+}

@@ -71,17 +71,24 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 		}
 		return t, nil
 	}
-	if err := f.refused(remote, commit); err != nil {
-		return nil, err
+	// A refusal is served only to a request that would make the same
+	// fetch: by id (whatever the ref), or by deepening this very ref.
+	byRef := refRoute(ref, commit)
+	for _, via := range []string{routeByID, byRef} {
+		if err := f.refused(remote, commit, via); err != nil {
+			return nil, err
+		}
 	}
-	ch := f.treeFlight.DoChan(key, f.recovered("tree", func() (any, error) {
+	// Callers of another ref do not share a flight: its refusal may not be
+	// theirs.
+	ch := f.treeFlight.DoChan(key+"\x00"+byRef, f.recovered("tree", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
-		t, err := f.loadTree(ctx, remote, ref, commit)
+		t, via, err := f.loadTree(ctx, remote, ref, commit)
 		if err != nil {
 			if service.ErrorReason(err) == ReasonRepoTooLarge {
 				f.mu.Lock()
-				f.refusals.Add(f.refusalKey(remote, commit), refusal{err: err, at: f.opts.Now()})
+				f.refusals.Add(f.refusalKey(remote, commit, via), refusal{err: err, at: f.opts.Now()})
 				f.mu.Unlock()
 			}
 			return nil, err
@@ -106,14 +113,27 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 	}
 }
 
-func (f *Fetcher) refusalKey(remote Remote, commit string) refusalKey {
-	return refusalKey{identity: remote.Identity(), commit: commit, limits: f.opts.limits()}
+// routeByID is the route of a fetch of the commit by its id, at depth 1.
+const routeByID = "id"
+
+// refRoute is the route of a fetch that deepens ref to find commit: the
+// ref as fetchTree uses it ("" and a commit id are HEAD).
+func refRoute(ref, commit string) string {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || isCommitID(ref) {
+		ref = "HEAD"
+	}
+	return "ref:" + ref
 }
 
-// refused returns the error of a refusal of (remote, commit) under these
-// limits within the last RefusalTTL, or nil.
-func (f *Fetcher) refused(remote Remote, commit string) error {
-	key := f.refusalKey(remote, commit)
+func (f *Fetcher) refusalKey(remote Remote, commit, via string) refusalKey {
+	return refusalKey{identity: remote.Identity(), commit: commit, via: via, limits: f.opts.limits()}
+}
+
+// refused returns the error of a refusal of (remote, commit) fetched by
+// route via under these limits within the last RefusalTTL, or nil.
+func (f *Fetcher) refused(remote Remote, commit, via string) error {
+	key := f.refusalKey(remote, commit, via)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.refusals.Get(key)
@@ -128,25 +148,29 @@ func (f *Fetcher) refused(remote Remote, commit string) error {
 }
 
 // loadTree reads the tree from the disk cache, or fetches it and writes it
-// there. The disk cache never fails a load: a bad entry is refetched, and
-// a tree that cannot be written is still returned.
-func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
+// there; via is the route of the fetch (routeByID or refRoute) that
+// failed, for the refusal's key. The disk cache never fails a load: a bad
+// entry is refetched, and a tree that cannot be written is still returned.
+func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit string) (t *Tree, via string, err error) {
 	if f.disk != nil {
 		if t, ok := f.disk.get(remote.Identity(), commit); ok {
-			return t, nil
+			return t, "", nil
 		}
 	}
-	t, err := f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit))
+	t, err = f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit), &via)
 	if err != nil {
-		return nil, err
+		return nil, via, err
 	}
 	if f.disk != nil {
 		_ = f.disk.put(remote.Identity(), t)
 	}
-	return t, nil
+	return t, via, nil
 }
 
-func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash) (*Tree, error) {
+// fetchTree fetches the commit, by id where it can, else by deepening
+// ref; *via is set to the route taken last.
+func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash, via *string) (*Tree, error) {
+	*via = refRoute(ref, commit.String())
 	sess, adv, err := f.open(ctx, remote)
 	if err != nil {
 		return nil, err
@@ -169,6 +193,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		isTip = isTip || c == commit.String()
 	}
 	if isTip || adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
+		*via = routeByID
 		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1, f.bounds(budget, true))
 		if err == nil && hasCommit(st, commit) {
 			return f.buildTree(ctx, st, commit)
@@ -185,6 +210,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	if isCommitID(strings.TrimSpace(ref)) {
 		ref = "" // a commit is no ref to deepen from; HEAD is the best guess
 	}
+	*via = refRoute(ref, commit.String())
 	tipStr, err := refs.Commit(ref)
 	if err != nil {
 		return nil, err
