@@ -212,7 +212,7 @@ func New(opts Options) *Fetcher {
 		// A client for this Fetcher only (never client.InstallProtocol),
 		// refusing redirects: a redirect could lead the credentials or the
 		// guarded dialer's answer elsewhere.
-		http:     githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
+		http:     githttp.NewClientWithOptions(cappedClient(opts.HTTPClient, opts.MaxPackBytes), &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
 		inflated: &int64Counter{},
 		memory:   newSharedBudget(opts.FetchMemoryBytes),
 	}
@@ -223,6 +223,17 @@ func New(opts Options) *Fetcher {
 		f.disk, f.diskErr = openDiskCache(opts.CacheDir, opts.CacheBytes, opts.Now)
 	}
 	return f
+}
+
+// cappedClient is c with every response body capped (cappedTransport).
+func cappedClient(c *http.Client, pack int64) *http.Client {
+	capped := *c
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	capped.Transport = cappedTransport{base: base, pack: pack}
+	return &capped
 }
 
 // CacheDirErr reports why Options.CacheDir could not be opened, if it
@@ -247,7 +258,7 @@ func (f *Fetcher) open(ctx context.Context, remote Remote) (uploadSession, *pack
 	var sess uploadSession
 	switch ep.Protocol {
 	case "ssh":
-		s, err := openSSH(ctx, f.opts.DialSSH, ep, remote.Auth)
+		s, err := openSSH(ctx, f.opts.DialSSH, ep, remote.Auth, f.opts.MaxPackBytes)
 		if err != nil {
 			return nil, nil, err
 		}

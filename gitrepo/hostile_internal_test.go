@@ -5,10 +5,13 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,6 +211,37 @@ func TestFetchesShareOneMemoryBudget(t *testing.T) {
 		_, err := f.Tree(ctx, remote, "", w.commits[1])
 		if service.ErrorReason(err) != ReasonRepoTooLarge {
 			t.Fatalf("err = %v, want %s", err, ReasonRepoTooLarge)
+		}
+	})
+}
+
+// cappedReader (SSH output, HTTPS bodies) stops at its cap and at what its
+// fetch has left, and a stream that ends exactly at the cap is whole.
+func TestCappedReader(t *testing.T) {
+	read := func(r io.Reader) (int, error) {
+		n, err := io.Copy(io.Discard, r)
+		return int(n), err
+	}
+	t.Run("EndsAtTheCap", func(t *testing.T) {
+		n, err := read(&cappedReader{r: strings.NewReader("12345"), left: 5})
+		if n != 5 || err != nil {
+			t.Errorf("read %d, %v; want 5, nil", n, err)
+		}
+	})
+	t.Run("ErrOverTheCap", func(t *testing.T) {
+		_, err := read(&cappedReader{r: strings.NewReader("123456"), left: 5})
+		if !errors.Is(err, errResponseTooLarge) {
+			t.Errorf("err = %v, want errResponseTooLarge", err)
+		}
+	})
+	t.Run("ErrOverTheFetchAllowance", func(t *testing.T) {
+		_, a := withReadAllowance(context.Background(), 8)
+		if n, err := read(&cappedReader{r: strings.NewReader("12345"), left: 64, fetch: a}); n != 5 || err != nil {
+			t.Fatalf("first response: %d, %v", n, err)
+		}
+		_, err := read(&cappedReader{r: strings.NewReader("6789"), left: 64, fetch: a})
+		if !errors.Is(err, errResponseTooLarge) || service.ErrorReason(a.check(err)) != ReasonRepoTooLarge {
+			t.Errorf("second response: err = %v, checked %v; want repo_too_large", err, a.check(err))
 		}
 	})
 }

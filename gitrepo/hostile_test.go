@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -265,4 +266,59 @@ func TestTreeRefusalIsKeyedByRef(t *testing.T) {
 	if tree.Commit != c {
 		t.Errorf("tree at %s, want %s", tree.Commit, c)
 	}
+}
+
+// endlessAdvertisement is an HTTPS Git server whose ref advertisement
+// never ends: one ref line after another until the client hangs up. It
+// counts what it wrote.
+func endlessAdvertisement(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var written atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		pkt := func(s string) string { return fmt.Sprintf("%04x%s", len(s)+4, s) }
+		head := pkt("# service=git-upload-pack\n") + "0000" +
+			pkt(strings.Repeat("ab", 20)+" HEAD\x00multi_ack shallow no-progress\n")
+		if _, err := io.WriteString(w, head); err != nil {
+			return
+		}
+		var chunk strings.Builder
+		for i := range 1000 {
+			chunk.WriteString(pkt(fmt.Sprintf("%s refs/heads/branch-%08d\n", strings.Repeat("cd", 20), i)))
+		}
+		for {
+			n, err := io.WriteString(w, chunk.String())
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &written
+}
+
+// The ref advertisement (and the shallow lines before a pack) were read
+// before the pack's limit wrapped the response: a server could stream
+// them for the whole 2-minute timeout. Every response is now capped at the
+// transport — an advertisement at 64 MiB, everything one fetch reads at
+// MaxPackBytes — and past it the answer is repo_too_large.
+func TestEndlessAdvertisementIsRefused(t *testing.T) {
+	ctx := testContext(t)
+	srv, written := endlessAdvertisement(t)
+	remote := gitrepo.Remote{URL: srv.URL + "/repo.git"}
+
+	t.Run("ListRefs", func(t *testing.T) {
+		f := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client()})
+		_, err := f.ListRefs(ctx, remote)
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+		t.Logf("refused after the server wrote %d MiB", written.Load()>>20)
+	})
+	t.Run("TreeWithinMaxPackBytes", func(t *testing.T) {
+		// A fetch reads at most MaxPackBytes in all, its advertisement
+		// included.
+		f := gitrepo.New(gitrepo.Options{HTTPClient: srv.Client(), MaxPackBytes: 1 << 20})
+		_, err := f.Tree(ctx, remote, "", strings.Repeat("ab", 20))
+		wantReason(t, err, gitrepo.ReasonRepoTooLarge)
+	})
 }

@@ -95,7 +95,9 @@ func (f *Fetcher) ListRefs(ctx context.Context, remote Remote) (*Refs, error) {
 	return refs, nil
 }
 
-func (f *Fetcher) listRefs(ctx context.Context, remote Remote) (*Refs, error) {
+func (f *Fetcher) listRefs(ctx context.Context, remote Remote) (_ *Refs, err error) {
+	ctx, allowance := withReadAllowance(ctx, maxAdvertBytes)
+	defer func() { err = allowance.check(err) }()
 	sess, adv, err := f.open(ctx, remote)
 	if err != nil {
 		return nil, err

@@ -169,8 +169,12 @@ func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit strin
 
 // fetchTree fetches the commit, by id where it can, else by deepening
 // ref; *via is set to the route taken last.
-func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash, via *string) (*Tree, error) {
+func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash, via *string) (_ *Tree, err error) {
 	*via = refRoute(ref, commit.String())
+	// Everything read for this fetch, advertisement and every pack
+	// together, within MaxPackBytes.
+	ctx, allowance := withReadAllowance(ctx, f.opts.MaxPackBytes)
+	defer func() { err = allowance.check(err) }()
 	sess, adv, err := f.open(ctx, remote)
 	if err != nil {
 		return nil, err
