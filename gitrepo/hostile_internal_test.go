@@ -4,6 +4,7 @@ package gitrepo
 // trial, 3901e01) on hand-made packs read by readPack directly.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -244,4 +245,30 @@ func TestCappedReader(t *testing.T) {
 			t.Errorf("second response: err = %v, checked %v; want repo_too_large", err, a.check(err))
 		}
 	})
+}
+
+// The walk looks at the context every 1,024 entries, so FetchTimeout stops
+// a walk that no bound has stopped yet.
+func TestBuildTreeStopsWithItsContext(t *testing.T) {
+	var p gittest.PackBuilder
+	blob, _ := p.Object(plumbing.BlobObject, []byte("x"))
+	var tree bytes.Buffer
+	for i := range 3000 {
+		tree.WriteString(fmt.Sprintf("100644 f%05d\x00", i))
+		tree.Write(blob[:])
+	}
+	root, _ := p.Object(plumbing.TreeObject, tree.Bytes())
+	commit, _ := p.Object(plumbing.CommitObject, []byte("tree "+root.String()+"\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nc\n"))
+	st, err := readPack(streamOf(p.Bytes()), testBounds(8<<20, 1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := New(Options{}).buildTree(ctx, st, commit); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if tr, err := New(Options{}).buildTree(context.Background(), st, commit); err != nil || len(tr.Files) != 3000 {
+		t.Errorf("with a live context: %v", err)
+	}
 }
