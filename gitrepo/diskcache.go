@@ -170,14 +170,18 @@ func (c *diskCache) read(name, commit string) (*Tree, error) {
 			return nil, fmt.Errorf("cache file holds the path %q", name)
 		}
 		t.Files[name] = data
-		t.Bytes += int64(len(data))
+		t.Bytes += fileCost(name, data)
 	}
 	for name, target := range d.Links {
 		if !fs.ValidPath(name) || name == "." {
 			return nil, fmt.Errorf("cache file holds the path %q", name)
 		}
+		if data, ok := t.Files[name]; ok {
+			t.Bytes -= fileCost(name, data)
+		}
 		delete(t.Files, name) // a link is never also a file
 		t.Symlinks[name] = Symlink{Target: target}
+		t.Bytes += linkCost(name, target)
 	}
 	resolveLinks(t)
 	return t, nil

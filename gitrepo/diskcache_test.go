@@ -92,7 +92,7 @@ func TestDiskCacheServesAfterRestart(t *testing.T) {
 	if err := first.CacheDirErr(); err != nil {
 		t.Fatal(err)
 	}
-	mustTree(t, first, h, remote, w.commits[0], 1)
+	fetched := mustTree(t, first, h, remote, w.commits[0], 1)
 
 	// A new Fetcher (a restarted server) reads the commit from disk.
 	second := gitrepo.New(opts)
@@ -100,8 +100,9 @@ func TestDiskCacheServesAfterRestart(t *testing.T) {
 	if got := string(tree.Files["apps/guestbook/deployment.yaml"]); got != "replicas: 1\n" || len(tree.Files) != 2 || tree.Commit != w.commits[0] {
 		t.Errorf("tree from disk = %d files at %s, deployment.yaml %q", len(tree.Files), tree.Commit, got)
 	}
-	if tree.Bytes != int64(len("replicas: 1\n")+len("hello\n")) {
-		t.Errorf("tree from disk has Bytes %d", tree.Bytes)
+	// Contents, paths and 64 bytes per entry, as the fetch counted them.
+	if want := int64(len("replicas: 1\n") + len("hello\n") + len("apps/guestbook/deployment.yaml") + len("README.md") + 2*64); tree.Bytes != want || fetched.Bytes != want {
+		t.Errorf("tree from disk has Bytes %d, fetched %d, want %d", tree.Bytes, fetched.Bytes, want)
 	}
 
 	t.Run("OtherUsernameFetchesAgain", func(t *testing.T) {

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -11,7 +12,8 @@ import (
 
 // Wire codes (service.Error.Reason) of the failures this package reports.
 // Each error is a *service.Error whose Code gives the HTTP class: 422 for
-// credentials, host keys and limits, 404 for refs, 502 for the rest.
+// credentials, host keys and limits, 404 for refs, 503 for a busy replica,
+// 502 for the rest.
 const (
 	ReasonRepoAuthFailed = "repo_auth_failed"  // credentials refused (EVALIDATION)
 	ReasonHostKey        = "host_key_mismatch" // SSH host key not the pinned one, or none pinned (EVALIDATION)
@@ -20,7 +22,12 @@ const (
 	ReasonRepoTooLarge   = "repo_too_large"    // a file, the tree or the pack is over a limit (EVALIDATION)
 	ReasonRepoURLInvalid = "repo_url_invalid"  // not https:// or ssh, or credentials in the URL (EVALIDATION)
 	ReasonAuthInvalid    = "repo_auth_invalid" // a private key that does not parse, SSH without known_hosts (EVALIDATION)
+	ReasonFetchBusy      = "repo_fetch_busy"   // other fetches hold the memory fetches share; retry shortly (EUNAVAILABLE)
 )
+
+// fetchBusyRetry is the Retry-After of repo_fetch_busy: about what a
+// large fetch takes.
+const fetchBusyRetry = 30 * time.Second
 
 func authFailed(err error) error {
 	return &service.Error{Code: service.EVALIDATION, Reason: ReasonRepoAuthFailed,
@@ -45,6 +52,13 @@ func refNotFound(message string) error {
 
 func tooLarge(message string) error {
 	return &service.Error{Code: service.EVALIDATION, Reason: ReasonRepoTooLarge, Message: message}
+}
+
+// fetchBusy is a fetch refused for the memory other fetches hold: the
+// replica's load, not the repository, so it is never remembered.
+func fetchBusy() error {
+	return &service.Error{Code: service.EUNAVAILABLE, Reason: ReasonFetchBusy, RetryAfter: fetchBusyRetry,
+		Message: "Other repository fetches are using the memory set aside for fetches; try again shortly."}
 }
 
 func authInvalid(message string, err error) error {

@@ -2,8 +2,11 @@ package gitrepo
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // DialFunc opens a network connection; the guarded dialer has this shape.
@@ -55,10 +60,22 @@ type Options struct {
 	// the fetch by id and every deepening step together, each object
 	// counted with 256 bytes of bookkeeping — so deepening into a long
 	// history stops there (KUKIE_REPO_MAX_FETCH_BYTES). It is also the
-	// most memory one fetch holds. Default: 1 GiB.
+	// most memory one fetch holds. Default: 512 MiB, the memory fetches
+	// share by default, so that with GOMEMLIMIT at 1 GiB one fetch and the
+	// tree cache fit beside the server.
 	MaxFetchBytes int64
+	// FetchMemoryBytes bounds what all concurrent fetches of the Fetcher
+	// hold together (each fetch's objects, counted as for MaxFetchBytes),
+	// so the replica's memory for fetches does not grow with their number.
+	// A fetch that finds it taken by others waits for it within
+	// FetchTimeout while it holds nothing yet, and is refused
+	// repo_fetch_busy (503, not remembered) when it cannot get more; one
+	// fetch alone is bounded by the lower of the two. Default: the larger
+	// of 512 MiB and MaxFetchBytes.
+	FetchMemoryBytes int64
 	// RefusalTTL is how long a fetch refused by a limit is remembered: a
-	// Tree of the same (Identity, commit) under the same limits is refused
+	// Tree of the same (Identity, commit) that would fetch the same way (by
+	// id, or deepening the same ref) under the same limits is refused
 	// again without asking the Git server. Default: 10 minutes.
 	RefusalTTL time.Duration
 	// TreeCacheBytes bounds the in-memory cache of trees (least recently
@@ -73,6 +90,9 @@ type Options struct {
 	// CacheBytes bounds the files in CacheDir (least recently used first
 	// out). Default: 1 GiB.
 	CacheBytes int64
+	// Logger records what no caller is told: a fetch that panicked, with
+	// its stack. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -108,7 +128,10 @@ func (o Options) withDefaults() Options {
 		o.MaxPackBytes = 1 << 30
 	}
 	if o.MaxFetchBytes <= 0 {
-		o.MaxFetchBytes = 1 << 30
+		o.MaxFetchBytes = 512 << 20
+	}
+	if o.FetchMemoryBytes <= 0 {
+		o.FetchMemoryBytes = max(512<<20, o.MaxFetchBytes)
 	}
 	if o.RefusalTTL <= 0 {
 		o.RefusalTTL = 10 * time.Minute
@@ -118,6 +141,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 1 << 30
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return o
 }
@@ -140,6 +166,8 @@ type Fetcher struct {
 
 	// inflated counts the bytes inflated from packs, by all fetches.
 	inflated *int64Counter
+	// memory is what concurrent fetches hold (Options.FetchMemoryBytes).
+	memory *sharedBudget
 
 	disk    *diskCache // nil without Options.CacheDir, or when it failed to open
 	diskErr error
@@ -158,12 +186,16 @@ type limits struct {
 }
 
 func (o Options) limits() limits {
-	return limits{file: o.MaxFileBytes, tree: o.MaxTreeBytes, pack: o.MaxPackBytes, fetch: o.MaxFetchBytes, files: o.MaxFiles}
+	return limits{file: o.MaxFileBytes, tree: o.MaxTreeBytes, pack: o.MaxPackBytes,
+		fetch: min(o.MaxFetchBytes, o.FetchMemoryBytes), files: o.MaxFiles}
 }
 
 type refusalKey struct {
 	identity, commit string
-	limits           limits
+	// via is how the commit was fetched: routeByID, or refRoute (the ref
+	// deepened), so a refusal of one ref's history is not another's.
+	via    string
+	limits limits
 }
 
 // refusal is a fetch refused by a limit: its error, and when.
@@ -180,8 +212,9 @@ func New(opts Options) *Fetcher {
 		// A client for this Fetcher only (never client.InstallProtocol),
 		// refusing redirects: a redirect could lead the credentials or the
 		// guarded dialer's answer elsewhere.
-		http:     githttp.NewClientWithOptions(opts.HTTPClient, &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
+		http:     githttp.NewClientWithOptions(cappedClient(opts.HTTPClient, opts.MaxPackBytes), &githttp.ClientOptions{RedirectPolicy: githttp.NoFollowRedirects}),
 		inflated: &int64Counter{},
+		memory:   newSharedBudget(opts.FetchMemoryBytes),
 	}
 	f.refusals, _ = simplelru.NewLRU[refusalKey, refusal](4096, nil)
 	f.refs, _ = simplelru.NewLRU[string, cachedRefs](4096, nil)
@@ -190,6 +223,17 @@ func New(opts Options) *Fetcher {
 		f.disk, f.diskErr = openDiskCache(opts.CacheDir, opts.CacheBytes, opts.Now)
 	}
 	return f
+}
+
+// cappedClient is c with every response body capped (cappedTransport).
+func cappedClient(c *http.Client, pack int64) *http.Client {
+	capped := *c
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	capped.Transport = cappedTransport{base: base, pack: pack}
+	return &capped
 }
 
 // CacheDirErr reports why Options.CacheDir could not be opened, if it
@@ -214,7 +258,7 @@ func (f *Fetcher) open(ctx context.Context, remote Remote) (uploadSession, *pack
 	var sess uploadSession
 	switch ep.Protocol {
 	case "ssh":
-		s, err := openSSH(ctx, f.opts.DialSSH, ep, remote.Auth)
+		s, err := openSSH(ctx, f.opts.DialSSH, ep, remote.Auth, f.opts.MaxPackBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -240,4 +284,21 @@ func (f *Fetcher) open(ctx context.Context, remote Remote) (uploadSession, *pack
 		return nil, nil, classify(ctx, err)
 	}
 	return sess, adv, nil
+}
+
+// recovered runs fn, a collapsed fetch, turning a panic into an internal
+// error (logged with its stack): singleflight re-panics a flight's panic
+// in a goroutine of its own when callers wait on it, which no one can
+// recover and which ends the process. A panic is never remembered as a
+// refusal.
+func (f *Fetcher) recovered(what string, fn func() (any, error)) func() (any, error) {
+	return func() (v any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				f.opts.Logger.Error("gitrepo: a fetch panicked", "fetch", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				v, err = nil, &service.Error{Code: service.EINTERNAL, Message: "The repository could not be read.", Err: fmt.Errorf("panic: %v", r)}
+			}
+		}()
+		return fn()
+	}
 }

@@ -2,13 +2,17 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"golang.org/x/sync/semaphore"
 )
 
 // objectOverhead is what the bookkeeping of one object (its entry in the
@@ -18,21 +22,92 @@ const objectOverhead = 256
 
 // fetchBudget is what one fetch may inflate, across all its packs (the
 // fetch by id and every deepening step): each object's bytes plus
-// objectOverhead, at most max. inflated counts the bytes actually
-// inflated, for the Fetcher's counter.
+// objectOverhead, at most max. What it reserves it also holds in shared,
+// the budget of all concurrent fetches of the Fetcher, until release.
+// inflated counts the bytes actually inflated, for the Fetcher's counter.
 type fetchBudget struct {
 	max      int64
 	used     int64
 	inflated *int64Counter
+	shared   *sharedBudget
+	ctx      context.Context
+	wait     time.Duration // the most the fetch waits for its first bytes of shared
+	held     int64         // taken from shared: used, rounded up to sharedChunk
 }
 
+// sharedChunk is how much of the shared budget a fetch takes at a time,
+// so it does not take the semaphore for every object.
+const sharedChunk = 4 << 20
+
 // reserve takes n bytes from the budget before they are inflated; it
-// refuses when the fetch would pass its bound.
+// refuses when the fetch would pass its bound (repo_too_large), and
+// answers repo_fetch_busy when other fetches hold the shared budget.
 func (b *fetchBudget) reserve(n int64) error {
 	if n < 0 || b.used+n > b.max {
 		return tooLarge(fmt.Sprintf("The objects of the fetch inflate to more than %d bytes.", b.max))
 	}
+	if need := b.used + n - b.held; need > 0 && b.shared != nil {
+		chunk := max(need, min(sharedChunk, b.max-b.held))
+		if err := b.shared.acquire(b.ctx, b.wait, chunk, b.held > 0); err != nil {
+			return err
+		}
+		b.held += chunk
+	}
 	b.used += n
+	return nil
+}
+
+// release gives what the fetch holds back to the shared budget, once its
+// objects are dropped (or kept only as a Tree's files, which the tree
+// cache counts).
+func (b *fetchBudget) release() {
+	if b.shared != nil && b.held > 0 {
+		b.shared.mu.Lock()
+		b.shared.held -= b.held
+		b.shared.mu.Unlock()
+		b.shared.sem.Release(b.held)
+	}
+	b.held = 0
+}
+
+// sharedBudget is what all concurrent fetches of one Fetcher hold
+// together, so the replica never holds more for fetches whatever their
+// number.
+type sharedBudget struct {
+	size int64
+	sem  *semaphore.Weighted
+	// peak is the most ever held, for tests and benchmarks.
+	mu   sync.Mutex
+	held int64
+	peak int64
+}
+
+func newSharedBudget(size int64) *sharedBudget {
+	return &sharedBudget{size: size, sem: semaphore.NewWeighted(size)}
+}
+
+// acquire takes n bytes. A fetch that holds nothing yet waits for them,
+// within ctx and at most wait (half its FetchTimeout, leaving it the rest
+// to fetch); one that already holds some does not wait, so no fetch waits
+// while holding what another waits for (two half-done fetches would
+// otherwise each wait for the other until their deadlines). Either failure
+// is busy, never the repository's fault.
+func (s *sharedBudget) acquire(ctx context.Context, wait time.Duration, n int64, holding bool) error {
+	if holding || ctx == nil || wait <= 0 {
+		if !s.sem.TryAcquire(n) {
+			return fetchBusy()
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		if err := s.sem.Acquire(ctx, n); err != nil {
+			return fetchBusy()
+		}
+	}
+	s.mu.Lock()
+	s.held += n
+	s.peak = max(s.peak, s.held)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -57,11 +132,12 @@ type packBounds struct {
 	// maxObject bounds every object's declared size (commits, trees, tags
 	// and blobs alike; for a delta, its instructions and its target).
 	maxObject int64
-	// maxBlobs bounds the blobs of the pack together, when the pack is the
-	// commit alone at depth 1 (all its blobs are then the commit's files);
-	// 0 for a pack of history.
-	maxBlobs int64
-	budget   *fetchBudget
+	// maxCommit bounds the objects of the pack together — blobs, and the
+	// commit, trees and tags too — when the pack is the commit alone at
+	// depth 1 (all its objects are then the commit's tree); 0 for a pack
+	// of history, which only the budget bounds.
+	maxCommit int64
+	budget    *fetchBudget
 }
 
 // errIncompletePack is a pack whose deltas name bases it does not hold.
@@ -83,7 +159,7 @@ func readPack(r io.Reader, b packBounds) (*objectStore, error) {
 		return nil, err
 	}
 	p := &packReader{sc: sc, b: b, st: newObjectStore(count),
-		atOffset: map[int64]plumbing.Hash{}, waiting: map[any][]*pendingDelta{}}
+		atOffset: map[int64]plumbing.Hash{}, depthAt: map[int64]int{}, waiting: map[any][]*pendingDelta{}}
 	for range count {
 		if err := p.next(); err != nil {
 			return nil, err
@@ -105,11 +181,17 @@ type packReader struct {
 	// atOffset names the object (resolved) at each pack offset, for
 	// offset deltas.
 	atOffset map[int64]plumbing.Hash
+	// depthAt is the length of the chain of deltas the object at each
+	// offset was patched from (absent: sent whole). An object's chain is
+	// counted by offset, not by id: a chain of deltas that all produce one
+	// content is as long to resolve as any other.
+	depthAt map[int64]int
 	// waiting holds deltas whose base is not resolved yet, by the base's
 	// offset (int64) or hash (plumbing.Hash).
 	waiting map[any][]*pendingDelta
 	pending int
-	blobs   int64
+	// commitBytes is what the objects admitted declare, for maxCommit.
+	commitBytes int64
 }
 
 // pendingDelta is a delta read but not applied: its instructions, and
@@ -151,11 +233,11 @@ func (p *packReader) admit(typ plumbing.ObjectType, n int64) error {
 	if n > p.b.maxObject {
 		return tooLarge(fmt.Sprintf("The repository holds a %s of %d bytes, over the %d bytes allowed for one file.", typ, n, p.b.maxObject))
 	}
-	if typ == plumbing.BlobObject && p.b.maxBlobs > 0 {
-		if p.blobs+n > p.b.maxBlobs {
-			return tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", p.b.maxBlobs))
+	if p.b.maxCommit > 0 {
+		if p.commitBytes+n > p.b.maxCommit {
+			return tooLarge(fmt.Sprintf("The commit's files and trees are over %d bytes together.", p.b.maxCommit))
 		}
-		p.blobs += n
+		p.commitBytes += n
 	}
 	return p.b.budget.reserve(n)
 }
@@ -245,25 +327,51 @@ func (p *packReader) readDelta(oh *packfile.ObjectHeader) error {
 		}
 	}
 	if h, ok := base.(plumbing.Hash); ok && p.st.has(h) {
-		return p.apply(h, d)
+		depth := p.st.objects[h].depth
+		if oh.Type == plumbing.OFSDeltaObject {
+			depth = p.depthAt[oh.OffsetReference]
+		}
+		return p.apply(h, depth, d)
 	}
 	p.waiting[base] = append(p.waiting[base], d)
 	p.pending++
 	return nil
 }
 
-// apply patches base with d, within the bounds, and stores the target.
-func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
-	o := p.st.objects[base]
-	if err := p.admit(o.typ, d.target); err != nil {
-		return err
-	}
-	data, err := packfile.PatchDelta(o.data, d.data)
+// maxDeltaDepth bounds a chain of deltas (each against the one before).
+// git's pack-objects writes chains of 50 by default and of 4,095 at most
+// (its --depth is capped there), and a server reuses the deltas of its
+// stored packs, so no pack git wrote holds a longer one; 10,000 leaves
+// room for other servers while keeping what one chain costs to resolve
+// small.
+const maxDeltaDepth = 10_000
+
+// apply patches base with d and stores the target, then the deltas
+// waiting for it.
+func (p *packReader) apply(base plumbing.Hash, baseDepth int, d *pendingDelta) error {
+	h, err := p.patch(base, baseDepth, d)
 	if err != nil {
 		return err
 	}
+	return p.resolve(resolved{d.offset, h, baseDepth + 1})
+}
+
+// patch patches base, at the end of a chain of baseDepth deltas, with d,
+// within the bounds, and stores the target.
+func (p *packReader) patch(base plumbing.Hash, baseDepth int, d *pendingDelta) (plumbing.Hash, error) {
+	o := p.st.objects[base]
+	if baseDepth >= maxDeltaDepth {
+		return plumbing.ZeroHash, tooLarge(fmt.Sprintf("The repository holds a chain of more than %d deltas.", maxDeltaDepth))
+	}
+	if err := p.admit(o.typ, d.target); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	data, err := packfile.PatchDelta(o.data, d.data)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
 	if int64(len(data)) != d.target {
-		return fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
+		return plumbing.ZeroHash, fmt.Errorf("%w: a delta produces %d bytes, not the %d declared", packfile.ErrInvalidDelta, len(data), d.target)
 	}
 	if cap(data) > len(data)+len(data)/8 {
 		// PatchDelta's buffer grew by doubling: a file kept in a cached
@@ -271,20 +379,55 @@ func (p *packReader) apply(base plumbing.Hash, d *pendingDelta) error {
 		data = bytes.Clone(data)
 	}
 	p.b.budget.inflated.add(int64(len(data)))
-	return p.store(d.offset, o.typ, data)
+	return p.put(d.offset, o.typ, data, baseDepth+1), nil
 }
 
-// store puts an object in the store and applies the deltas waiting for it.
+// store puts a whole object in the store and applies the deltas waiting
+// for it.
 func (p *packReader) store(offset int64, typ plumbing.ObjectType, data []byte) error {
-	h := p.st.put(typ, data)
+	return p.resolve(resolved{offset, p.put(offset, typ, data, 0), 0})
+}
+
+func (p *packReader) put(offset int64, typ plumbing.ObjectType, data []byte, depth int) plumbing.Hash {
+	h := p.st.put(typ, data, depth)
 	p.atOffset[offset] = h
-	for _, key := range []any{offset, h} {
-		waiting := p.waiting[key]
-		delete(p.waiting, key)
-		for _, d := range waiting {
-			p.pending--
-			if err := p.apply(h, d); err != nil {
-				return err
+	if depth > 0 {
+		p.depthAt[offset] = depth
+	}
+	return h
+}
+
+// resolved is an object stored whose waiting deltas are still to be
+// applied.
+type resolved struct {
+	offset int64
+	hash   plumbing.Hash
+	depth  int
+}
+
+// resolve applies the deltas waiting for the object just stored at
+// offset, and those waiting for their targets in turn, from a work queue:
+// a chain of waiting deltas is resolved in constant stack, however long.
+func (p *packReader) resolve(first resolved) error {
+	queue := []resolved{first}
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		// By offset, the chain of this very object; by id, the shortest
+		// chain that produced its content.
+		for _, base := range []struct {
+			key   any
+			depth int
+		}{{r.offset, r.depth}, {r.hash, p.st.objects[r.hash].depth}} {
+			waiting := p.waiting[base.key]
+			delete(p.waiting, base.key)
+			for _, d := range waiting {
+				p.pending--
+				h, err := p.patch(r.hash, base.depth, d)
+				if err != nil {
+					return err
+				}
+				queue = append(queue, resolved{d.offset, h, base.depth + 1})
 			}
 		}
 	}

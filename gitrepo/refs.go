@@ -95,7 +95,9 @@ func (f *Fetcher) ListRefs(ctx context.Context, remote Remote) (*Refs, error) {
 	return refs, nil
 }
 
-func (f *Fetcher) listRefs(ctx context.Context, remote Remote) (*Refs, error) {
+func (f *Fetcher) listRefs(ctx context.Context, remote Remote) (_ *Refs, err error) {
+	ctx, allowance := withReadAllowance(ctx, maxAdvertBytes)
+	defer func() { err = allowance.check(err) }()
 	sess, adv, err := f.open(ctx, remote)
 	if err != nil {
 		return nil, err
@@ -118,11 +120,11 @@ func (f *Fetcher) Resolve(ctx context.Context, remote Remote, ref string) (strin
 	if ok && f.opts.Now().Sub(c.at) < f.opts.RefTTL {
 		return c.refs.Commit(ref)
 	}
-	ch := f.refsFlight.DoChan(id, func() (any, error) {
+	ch := f.refsFlight.DoChan(id, f.recovered("refs", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
 		return f.ListRefs(ctx, remote)
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()

@@ -51,10 +51,11 @@ type Remote struct {
 // credentials (and its Team, when set): caches are shared only between
 // remotes with the same identity, so a team never reads through another
 // team's credentials or another team's private-host entry. It is a hash
-// and reveals no secret.
+// and reveals no secret. The URL is normalized first (identityURL), so
+// spellings of one repository share its caches and its refusals.
 func (r Remote) Identity() string {
 	h := sha256.New()
-	parts := []string{r.URL, r.Auth.Username, r.Auth.Token, r.Auth.PrivateKey, r.Auth.KnownHosts}
+	parts := []string{r.identityURL(), r.Auth.Username, r.Auth.Token, r.Auth.PrivateKey, r.Auth.KnownHosts}
 	if r.Team != "" {
 		// Only then, so identities without a team (and the disk cache
 		// keyed by them) stay what they were.
@@ -66,6 +67,39 @@ func (r Remote) Identity() string {
 		h.Write([]byte(s))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// identityURL is the URL as Identity hashes it: the host in lower case,
+// the path without trailing slashes nor a ".git" suffix (hosts serve
+// https://host/org/repo and https://Host/org/repo.git/ alike), in the
+// URL's own form (https://, ssh:// or scp-like, whose relative path is
+// another repository than ssh://'s absolute one). A URL already in this
+// form keeps the identity it had before URLs were normalized; another
+// spelling's cached trees are fetched once more. Sharing a cache between
+// spellings of one host's path leaks nothing: trees are keyed by commit
+// id, and the credentials are part of Identity too.
+func (r Remote) identityURL() string {
+	raw := strings.TrimSpace(r.URL)
+	trim := func(p string) string {
+		p = strings.TrimRight(p, "/")
+		return strings.TrimRight(strings.TrimSuffix(p, ".git"), "/")
+	}
+	if strings.Contains(raw, "://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return r.URL
+		}
+		u.Host = strings.ToLower(u.Host)
+		u.Path, u.RawPath = trim(u.Path), ""
+		return u.String()
+	}
+	// scp-like: [user@]host:path
+	at := strings.LastIndex(raw[:max(strings.Index(raw, ":"), 0)], "@")
+	colon := strings.Index(raw, ":")
+	if colon < 0 {
+		return r.URL
+	}
+	return raw[:at+1] + strings.ToLower(raw[at+1:colon]) + ":" + trim(raw[colon+1:])
 }
 
 // host is the host the remote connects to, "" when its URL is invalid.

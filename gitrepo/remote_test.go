@@ -20,3 +20,31 @@ func TestIdentity(t *testing.T) {
 		t.Error("the identity shows the token")
 	}
 }
+
+// Spellings of one repository share an identity (and so its caches and
+// refusals): the host's case, trailing slashes and a ".git" suffix do not
+// count; the path's case, the port, the user and scp-like against ssh://
+// paths (relative against absolute) do.
+func TestIdentityNormalizesURL(t *testing.T) {
+	base := gitrepo.Remote{URL: "https://git.example.com/team/apps"}
+	for _, u := range []string{"https://Git.Example.COM/team/apps", "https://git.example.com/team/apps.git",
+		"https://git.example.com/team/apps/", "https://git.example.com/team/apps.git/", " https://git.example.com/team/apps "} {
+		if (gitrepo.Remote{URL: u}).Identity() != base.Identity() {
+			t.Errorf("%q has another identity than %q", u, base.URL)
+		}
+	}
+	for _, u := range []string{"https://git.example.com/team/Apps", "https://git.example.com:8443/team/apps",
+		"https://git.example.com/team/apps.gitx", "https://git.example.com/team"} {
+		if (gitrepo.Remote{URL: u}).Identity() == base.Identity() {
+			t.Errorf("%q has the identity of %q", u, base.URL)
+		}
+	}
+	scp := gitrepo.Remote{URL: "git@git.example.com:team/apps.git"}
+	if scp.Identity() != (gitrepo.Remote{URL: "git@GIT.example.com:team/apps"}).Identity() {
+		t.Error("scp-like spellings of one repository differ")
+	}
+	if scp.Identity() == (gitrepo.Remote{URL: "ssh://git@git.example.com/team/apps.git"}).Identity() ||
+		scp.Identity() == (gitrepo.Remote{URL: "deploy@git.example.com:team/apps.git"}).Identity() {
+		t.Error("a relative scp-like path or another user share an identity")
+	}
+}

@@ -35,6 +35,8 @@ type sshSession struct {
 	client *ssh.Client
 	path   string
 	stop   func() bool
+	// pack caps each upload-pack response (Options.MaxPackBytes).
+	pack int64
 
 	mu   sync.Mutex
 	cmd  *sshCommand // the run whose advertisement was read and not yet used
@@ -46,14 +48,14 @@ var _ uploadSession = (*sshSession)(nil)
 type sshCommand struct {
 	session *ssh.Session
 	stdin   io.WriteCloser
-	stdout  io.Reader
+	stdout  *cappedReader
 	stderr  *boundedBuffer
 }
 
 // openSSH dials the endpoint, checks the host key, authenticates with the
 // private key and starts git-upload-pack. Failures are classified by the
 // stage reached: host key, then authentication, else unreachable.
-func openSSH(ctx context.Context, dial DialFunc, ep *transport.Endpoint, auth Auth) (*sshSession, error) {
+func openSSH(ctx context.Context, dial DialFunc, ep *transport.Endpoint, auth Auth, pack int64) (*sshSession, error) {
 	if strings.TrimSpace(auth.KnownHosts) == "" {
 		return nil, authInvalid("SSH needs the server's host key (known_hosts); none is accepted blindly.", nil)
 	}
@@ -118,16 +120,17 @@ func openSSH(ctx context.Context, dial DialFunc, ep *transport.Endpoint, auth Au
 		}
 		return nil, unreachable("", err)
 	}
-	s := &sshSession{client: ssh.NewClient(c, chans, reqs), path: ep.Path, stop: stop}
-	if err := s.start(); err != nil {
+	s := &sshSession{client: ssh.NewClient(c, chans, reqs), path: ep.Path, stop: stop, pack: pack}
+	if err := s.start(readAllowanceFrom(ctx)); err != nil {
 		_ = s.Close()
 		return nil, classify(ctx, err)
 	}
 	return s, nil
 }
 
-// start runs a fresh git-upload-pack and reads its advertisement.
-func (s *sshSession) start() error {
+// start runs a fresh git-upload-pack and reads its advertisement, at most
+// maxAdvertBytes of it and within the fetch's allowance.
+func (s *sshSession) start(fetch *readAllowance) error {
 	sess, err := s.client.NewSession()
 	if err != nil {
 		return err
@@ -137,9 +140,11 @@ func (s *sshSession) start() error {
 	if cmd.stdin, err = sess.StdinPipe(); err != nil {
 		return err
 	}
-	if cmd.stdout, err = sess.StdoutPipe(); err != nil {
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
 		return err
 	}
+	cmd.stdout = &cappedReader{r: stdout, left: maxAdvertBytes, fetch: fetch}
 	if err := sess.Start("git-upload-pack " + shellQuote(s.path)); err != nil {
 		return err
 	}
@@ -173,16 +178,19 @@ func (s *sshSession) AdvertisedReferencesContext(context.Context) (*packp.AdvRef
 
 // UploadPack sends req to a git-upload-pack run whose advertisement has
 // been read, and returns the response for its pack to be read.
-func (s *sshSession) UploadPack(_ context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+func (s *sshSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
-		if err := s.start(); err != nil {
+		if err := s.start(readAllowanceFrom(ctx)); err != nil {
 			return nil, err
 		}
 	}
 	cmd := s.cmd
 	s.cmd = nil
+	// The response — acknowledgements, shallow lines, then the pack — is
+	// capped as a whole, not the pack alone.
+	cmd.stdout.left, cmd.stdout.fetch = s.pack, readAllowanceFrom(ctx)
 	if err := req.Validate(); err != nil {
 		_ = cmd.session.Close()
 		return nil, err

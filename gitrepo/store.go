@@ -21,17 +21,23 @@ type objectStore struct {
 type storedObject struct {
 	typ  plumbing.ObjectType
 	data []byte
+	// depth is the length of the chain of deltas it was patched from: 0
+	// for an object sent whole.
+	depth int
 }
 
 func newObjectStore(count uint32) *objectStore {
 	return &objectStore{objects: make(map[plumbing.Hash]*storedObject, min(count, 1<<16))}
 }
 
-// put stores an object and returns its id.
-func (s *objectStore) put(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+// put stores an object patched from a chain of depth deltas and returns
+// its id; an object stored twice keeps its shorter chain.
+func (s *objectStore) put(typ plumbing.ObjectType, data []byte, depth int) plumbing.Hash {
 	h := plumbing.ComputeHash(typ, data)
-	if _, ok := s.objects[h]; !ok {
-		s.objects[h] = &storedObject{typ: typ, data: data}
+	if o, ok := s.objects[h]; !ok {
+		s.objects[h] = &storedObject{typ: typ, data: data, depth: depth}
+	} else if depth < o.depth {
+		o.depth = depth
 	}
 	return h
 }
@@ -110,4 +116,13 @@ func (o *encodedObject) SetSize(int64)                   {}
 func (o *encodedObject) Writer() (io.WriteCloser, error) { return nil, errReadOnly }
 func (o *encodedObject) Reader() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(o.obj.data)), nil
+}
+
+// tree returns the bytes of the tree object h.
+func (s *objectStore) tree(h plumbing.Hash) ([]byte, bool) {
+	o, ok := s.objects[h]
+	if !ok || o.typ != plumbing.TreeObject {
+		return nil, false
+	}
+	return o.data, true
 }

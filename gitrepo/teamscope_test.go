@@ -119,9 +119,12 @@ func TestEveryoneEntryShared(t *testing.T) {
 func TestIdentityTeam(t *testing.T) {
 	r := gitrepo.Remote{URL: "ssh://git@git.acme.internal/gitops.git", Auth: gitrepo.Auth{PrivateKey: "k", KnownHosts: "kh"}}
 	// Without a team the identity is what it always was (length-prefixed
-	// URL and credentials), so disk caches of shared remotes stay valid.
+	// URL and credentials), so disk caches of shared remotes stay valid —
+	// the URL normalized (here without its ".git"), as since refusals are
+	// shared between spellings of one repository: a URL already in that
+	// form keeps its identity.
 	h := sha256.New()
-	for _, s := range []string{r.URL, "", "", "k", "kh"} {
+	for _, s := range []string{"ssh://git@git.acme.internal/gitops", "", "", "k", "kh"} {
 		h.Write([]byte{byte(len(s) >> 24), byte(len(s) >> 16), byte(len(s) >> 8), byte(len(s))})
 		h.Write([]byte(s))
 	}

@@ -33,7 +33,9 @@ type Tree struct {
 	// the tree, at a directory, or nowhere — such a link is not in Files:
 	// nothing outside the tree is ever read.
 	Symlinks map[string]Symlink
-	// Bytes is the total size of Files.
+	// Bytes is what the tree holds: every file's content and path and every
+	// link's path and target, each entry with 64 bytes of bookkeeping. It is
+	// what MaxTreeBytes, TreeCacheBytes and the disk cache count.
 	Bytes int64
 }
 
@@ -69,17 +71,24 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 		}
 		return t, nil
 	}
-	if err := f.refused(remote, commit); err != nil {
-		return nil, err
+	// A refusal is served only to a request that would make the same
+	// fetch: by id (whatever the ref), or by deepening this very ref.
+	byRef := refRoute(ref, commit)
+	for _, via := range []string{routeByID, byRef} {
+		if err := f.refused(remote, commit, via); err != nil {
+			return nil, err
+		}
 	}
-	ch := f.treeFlight.DoChan(key, func() (any, error) {
+	// Callers of another ref do not share a flight: its refusal may not be
+	// theirs.
+	ch := f.treeFlight.DoChan(key+"\x00"+byRef, f.recovered("tree", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.FetchTimeout)
 		defer cancel()
-		t, err := f.loadTree(ctx, remote, ref, commit)
+		t, via, err := f.loadTree(ctx, remote, ref, commit)
 		if err != nil {
 			if service.ErrorReason(err) == ReasonRepoTooLarge {
 				f.mu.Lock()
-				f.refusals.Add(f.refusalKey(remote, commit), refusal{err: err, at: f.opts.Now()})
+				f.refusals.Add(f.refusalKey(remote, commit, via), refusal{err: err, at: f.opts.Now()})
 				f.mu.Unlock()
 			}
 			return nil, err
@@ -92,7 +101,7 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 			f.trees.RemoveOldest()
 		}
 		return t, nil
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -104,14 +113,27 @@ func (f *Fetcher) Tree(ctx context.Context, remote Remote, ref, commit string) (
 	}
 }
 
-func (f *Fetcher) refusalKey(remote Remote, commit string) refusalKey {
-	return refusalKey{identity: remote.Identity(), commit: commit, limits: f.opts.limits()}
+// routeByID is the route of a fetch of the commit by its id, at depth 1.
+const routeByID = "id"
+
+// refRoute is the route of a fetch that deepens ref to find commit: the
+// ref as fetchTree uses it ("" and a commit id are HEAD).
+func refRoute(ref, commit string) string {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || isCommitID(ref) {
+		ref = "HEAD"
+	}
+	return "ref:" + ref
 }
 
-// refused returns the error of a refusal of (remote, commit) under these
-// limits within the last RefusalTTL, or nil.
-func (f *Fetcher) refused(remote Remote, commit string) error {
-	key := f.refusalKey(remote, commit)
+func (f *Fetcher) refusalKey(remote Remote, commit, via string) refusalKey {
+	return refusalKey{identity: remote.Identity(), commit: commit, via: via, limits: f.opts.limits()}
+}
+
+// refused returns the error of a refusal of (remote, commit) fetched by
+// route via under these limits within the last RefusalTTL, or nil.
+func (f *Fetcher) refused(remote Remote, commit, via string) error {
+	key := f.refusalKey(remote, commit, via)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.refusals.Get(key)
@@ -126,25 +148,33 @@ func (f *Fetcher) refused(remote Remote, commit string) error {
 }
 
 // loadTree reads the tree from the disk cache, or fetches it and writes it
-// there. The disk cache never fails a load: a bad entry is refetched, and
-// a tree that cannot be written is still returned.
-func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit string) (*Tree, error) {
+// there; via is the route of the fetch (routeByID or refRoute) that
+// failed, for the refusal's key. The disk cache never fails a load: a bad
+// entry is refetched, and a tree that cannot be written is still returned.
+func (f *Fetcher) loadTree(ctx context.Context, remote Remote, ref, commit string) (t *Tree, via string, err error) {
 	if f.disk != nil {
 		if t, ok := f.disk.get(remote.Identity(), commit); ok {
-			return t, nil
+			return t, "", nil
 		}
 	}
-	t, err := f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit))
+	t, err = f.fetchTree(ctx, remote, ref, plumbing.NewHash(commit), &via)
 	if err != nil {
-		return nil, err
+		return nil, via, err
 	}
 	if f.disk != nil {
 		_ = f.disk.put(remote.Identity(), t)
 	}
-	return t, nil
+	return t, via, nil
 }
 
-func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash) (*Tree, error) {
+// fetchTree fetches the commit, by id where it can, else by deepening
+// ref; *via is set to the route taken last.
+func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, commit plumbing.Hash, via *string) (_ *Tree, err error) {
+	*via = refRoute(ref, commit.String())
+	// Everything read for this fetch, advertisement and every pack
+	// together, within MaxPackBytes.
+	ctx, allowance := withReadAllowance(ctx, f.opts.MaxPackBytes)
+	defer func() { err = allowance.check(err) }()
 	sess, adv, err := f.open(ctx, remote)
 	if err != nil {
 		return nil, err
@@ -152,7 +182,12 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 	defer func() { _ = sess.Close() }()
 	refs := refsFromAdv(adv)
 	// One budget for every pack of this fetch: deepening reads history.
-	budget := &fetchBudget{max: f.opts.MaxFetchBytes, inflated: f.inflated}
+	// It holds its share of the Fetcher's memory for fetches until the
+	// fetch ends, refused or not: then only the Tree's files are kept,
+	// which the tree cache counts.
+	budget := &fetchBudget{max: min(f.opts.MaxFetchBytes, f.opts.FetchMemoryBytes), inflated: f.inflated,
+		shared: f.memory, ctx: ctx, wait: f.opts.FetchTimeout / 2}
+	defer budget.release()
 
 	// By id when the server allows it (or the commit is a tip, which any
 	// server sends). A server that advertises nothing may still refuse, so
@@ -162,21 +197,24 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 		isTip = isTip || c == commit.String()
 	}
 	if isTip || adv.Capabilities.Supports(capability.AllowReachableSHA1InWant) {
+		*via = routeByID
 		st, _, err := f.fetchPack(ctx, sess, adv, commit, 1, f.bounds(budget, true))
 		if err == nil && hasCommit(st, commit) {
-			return f.buildTree(st, commit)
+			return f.buildTree(ctx, st, commit)
+		}
+		switch service.ErrorReason(err) {
+		case ReasonRepoTooLarge, ReasonFetchBusy:
+			return nil, err
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
-		}
-		if service.ErrorReason(err) == ReasonRepoTooLarge {
-			return nil, err
 		}
 	}
 
 	if isCommitID(strings.TrimSpace(ref)) {
 		ref = "" // a commit is no ref to deepen from; HEAD is the best guess
 	}
+	*via = refRoute(ref, commit.String())
 	tipStr, err := refs.Commit(ref)
 	if err != nil {
 		return nil, err
@@ -188,7 +226,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 			return nil, classify(ctx, err)
 		}
 		if hasCommit(st, commit) {
-			return f.buildTree(st, commit)
+			return f.buildTree(ctx, st, commit)
 		}
 		if complete {
 			break // the whole history is here; deeper will not help
@@ -207,7 +245,7 @@ func (f *Fetcher) fetchTree(ctx context.Context, remote Remote, ref string, comm
 func (f *Fetcher) bounds(budget *fetchBudget, commitAlone bool) packBounds {
 	b := packBounds{maxObject: f.opts.MaxFileBytes, budget: budget}
 	if commitAlone {
-		b.maxBlobs = f.opts.MaxTreeBytes
+		b.maxCommit = f.opts.MaxTreeBytes
 	}
 	return b
 }
@@ -255,60 +293,63 @@ func hasCommit(st *objectStore, commit plumbing.Hash) bool {
 
 // buildTree reads the commit's files, within the limits, and resolves its
 // symbolic links inside the tree. Files share the store's bytes.
-func (f *Fetcher) buildTree(st *objectStore, commit plumbing.Hash) (*Tree, error) {
+func (f *Fetcher) buildTree(ctx context.Context, st *objectStore, commit plumbing.Hash) (*Tree, error) {
 	c, err := object.GetCommit(st, commit)
 	if err != nil {
 		return nil, refNotFound(fmt.Sprintf("%s is not a commit.", commit))
 	}
-	root, err := c.Tree()
-	if err != nil {
-		return nil, unreachable("The server sent an incomplete commit.", err)
-	}
 	t := &Tree{Commit: commit.String(), Files: map[string][]byte{}, Symlinks: map[string]Symlink{}}
-	w := object.NewTreeWalker(root, true, nil)
-	defer w.Close()
-	for {
-		name, entry, err := w.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, unreachable("The server sent an incomplete tree.", err)
-		}
-		if !fs.ValidPath(name) {
-			continue // ".", ".." or empty elements: never a path to expose
-		}
-		switch entry.Mode {
+	lim := walkLimits{entries: walkEntriesPerFile * f.opts.MaxFiles}
+	err = walkTree(ctx, st, c.TreeHash, lim, func(name string, entry treeEntry) error {
+		switch entry.mode {
 		case filemode.Regular, filemode.Executable, filemode.Deprecated, filemode.Symlink:
 		default:
-			continue // directories are walked into; submodules are not ours
+			return nil // submodules are not ours
 		}
 		if len(t.Files)+len(t.Symlinks) >= f.opts.MaxFiles {
-			return nil, tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
+			return tooLarge(fmt.Sprintf("The commit has more than %d files.", f.opts.MaxFiles))
 		}
-		data, ok := st.blob(entry.Hash)
+		data, ok := st.blob(entry.hash)
 		if !ok {
-			return nil, unreachable("The server sent an incomplete tree.", nil)
+			return unreachable("The server sent an incomplete tree.", nil)
 		}
-		if entry.Mode == filemode.Symlink {
-			if len(data) > 4096 {
-				continue // an over-long link target resolves nowhere
+		if entry.mode == filemode.Symlink {
+			if len(data) > maxPathBytes {
+				return nil // an over-long link target resolves nowhere
 			}
 			t.Symlinks[name] = Symlink{Target: string(data)}
-			continue
+			return t.charge(f.opts.MaxTreeBytes, linkCost(name, string(data)))
 		}
-		size := int64(len(data))
-		if size > f.opts.MaxFileBytes {
-			return nil, tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
-		}
-		if t.Bytes+size > f.opts.MaxTreeBytes {
-			return nil, tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", f.opts.MaxTreeBytes))
+		if int64(len(data)) > f.opts.MaxFileBytes {
+			return tooLarge(fmt.Sprintf("%s is over %d bytes.", name, f.opts.MaxFileBytes))
 		}
 		t.Files[name] = data
-		t.Bytes += int64(len(data))
+		return t.charge(f.opts.MaxTreeBytes, fileCost(name, data))
+	})
+	if err != nil {
+		return nil, err
 	}
 	resolveLinks(t)
 	return t, nil
+}
+
+// fileCost is what a file at name charges Tree.Bytes.
+func fileCost(name string, data []byte) int64 {
+	return int64(len(name)) + int64(len(data)) + entryOverhead
+}
+
+// linkCost is what a link at name charges Tree.Bytes.
+func linkCost(name, target string) int64 {
+	return int64(len(name)) + int64(len(target)) + entryOverhead
+}
+
+// charge adds n to t.Bytes, refusing past max.
+func (t *Tree) charge(max, n int64) error {
+	if t.Bytes+n > max {
+		return tooLarge(fmt.Sprintf("The commit's files are over %d bytes together.", max))
+	}
+	t.Bytes += n
+	return nil
 }
 
 // resolveLinks sets each link's Resolved and puts the in-tree file it

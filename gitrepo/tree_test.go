@@ -214,8 +214,9 @@ func TestTreeCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	w := newWorld(t)
 	h := w.repo.ServeHTTP(t, gittest.HTTPOptions{AllowAnyCommit: true})
 	remote := gitrepo.Remote{URL: h.URL}
-	// Each tree is 20 bytes; the cache holds two.
-	f := gitrepo.New(gitrepo.Options{HTTPClient: h.Client(), TreeCacheBytes: 45})
+	// Each tree is 185 bytes (18 of contents, 39 of paths, 2×64 of
+	// bookkeeping); the cache holds two.
+	f := gitrepo.New(gitrepo.Options{HTTPClient: h.Client(), TreeCacheBytes: 2*185 + 5})
 	fetch := func(i int) int {
 		t.Helper()
 		before := h.Counts().Packs

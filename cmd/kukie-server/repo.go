@@ -52,7 +52,7 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 		return nil, nil, err
 	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
-		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes})
+		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes, Logger: log})
 	if err := fetcher.CacheDirErr(); err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
