@@ -128,7 +128,7 @@ func (o Options) withDefaults() Options {
 		o.MaxPackBytes = 1 << 30
 	}
 	if o.MaxFetchBytes <= 0 {
-		o.MaxFetchBytes = 512 << 20
+		o.MaxFetchBytes = 1 << 30
 	}
 	if o.FetchMemoryBytes <= 0 {
 		o.FetchMemoryBytes = max(512<<20, o.MaxFetchBytes)

@@ -87,7 +87,7 @@ type config struct {
 	RepoCacheBytes int64
 	// RepoMaxFetchBytes bounds what the objects of one repository fetch
 	// inflate to, deepening included (KUKIE_REPO_MAX_FETCH_BYTES, default
-	// 512 MiB); all concurrent fetches together hold at most the larger of
+	// 1 GiB, as issue 19 names it; deploy/base sets 512 MiB); all concurrent fetches together hold at most the larger of
 	// it and 512 MiB (gitrepo.Options.FetchMemoryBytes).
 	RepoMaxFetchBytes int64
 
@@ -244,7 +244,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		}
 		c.RepoCacheBytes = n
 	}
-	c.RepoMaxFetchBytes = 512 << 20
+	c.RepoMaxFetchBytes = 1 << 30
 	if s := strings.TrimSpace(getenv("KUKIE_REPO_MAX_FETCH_BYTES")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1<<20 {

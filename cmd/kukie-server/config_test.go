@@ -253,7 +253,7 @@ func TestConfigAllowedPrivateHostsByTeam(t *testing.T) {
 	}
 }
 
-// KUKIE_REPO_MAX_FETCH_BYTES defaults to 512 MiB, reads whole bytes and is
+// KUKIE_REPO_MAX_FETCH_BYTES defaults to 1 GiB, reads whole bytes and is
 // logged.
 func TestConfigRepoMaxFetchBytes(t *testing.T) {
 	env := map[string]string{
@@ -263,7 +263,7 @@ func TestConfigRepoMaxFetchBytes(t *testing.T) {
 	for _, c := range []struct {
 		name, set string
 		want      int64
-	}{{"Default", "", 512 << 20}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}} {
+	}{{"Default", "", 1 << 30}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}} {
 		t.Run(c.name, func(t *testing.T) {
 			env["KUKIE_REPO_MAX_FETCH_BYTES"] = c.set
 			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
