@@ -2,10 +2,14 @@ package mask
 
 // anchorAliases maps each anchor defined on a line (key: &a value, - &a
 // value) to the aliases inside the value it anchors, over the lines the
-// scanner would mask for it.
+// scanner would mask for it. A value written on its line (a scalar, a
+// quoted or block scalar, a flow collection) holds no anchors of its own
+// lines and is skipped whole, so the work is linear but for anchors of
+// nested block collections, whose depth the indentation bounds.
 func anchorAliases(ls []yline) map[string][]string {
 	graph := map[string][]string{}
-	for i, l := range ls {
+	for i := 0; i < len(ls); i++ {
+		l := ls[i]
 		if l.trimmed == "" || l.trimmed[0] == '#' {
 			continue
 		}
@@ -19,11 +23,15 @@ func anchorAliases(ls []yline) map[string][]string {
 		}
 		aliases := map[string]bool{}
 		collectAliases(body, aliases)
-		for j := i + 1; j < valueEnd(ls, i, kl.col, kl.hasKey, body); j++ {
+		end := valueEnd(ls, i, kl.col, kl.hasKey, body)
+		for j := i + 1; j < end; j++ {
 			collectAliases(ls[j].trimmed, aliases)
 		}
 		for a := range aliases {
 			graph[anchor] = append(graph[anchor], a)
+		}
+		if stripComment(body) != "" {
+			i = end - 1
 		}
 	}
 	return graph

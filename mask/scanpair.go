@@ -75,7 +75,9 @@ func isFlowStart(b string) bool {
 // written back on one line, and the index after its last line.
 func (p *pass) flowValue(ls []yline, i int, kl keyLine, props, body string, aliases map[string]bool) ([]string, int, bool) {
 	start := len(ls[i].text) - len(body)
-	end := flowEnd(ls, i, start)
+	// Bounded, so that lines opening collections that never close cost
+	// linear time, not quadratic: a longer one is left to the scanner.
+	end := flowEnd(ls[:min(len(ls), i+maxFlowLines)], i, start)
 	var b strings.Builder
 	b.WriteString(ls[i].text[start:])
 	for j := i + 1; j < end; j++ {
@@ -145,5 +147,9 @@ func placeholders(s string) (string, *strings.Replacer, bool) {
 	return b.String(), strings.NewReplacer(pairs...), true
 }
 
-// maxFlowActions bounds the template actions read in one flow collection.
-const maxFlowActions = 1000
+// maxFlowActions bounds the template actions read in one flow collection,
+// and maxFlowLines its lines.
+const (
+	maxFlowActions = 1000
+	maxFlowLines   = 64
+)

@@ -92,26 +92,34 @@ func field(n *yaml.Node, key string) string {
 	return ""
 }
 
-// isSecretMapping reports a Kubernetes Secret: a kind: Secret in any of the
-// mapping's entries (duplicate keys and other API groups included: masking
-// more is the safe side), also when kind is an alias or comes through a
-// << merge. When kind cannot be resolved (an alias without an anchor, a
-// merge cycle) and the mapping holds data or stringData, it fails closed
-// and counts as a Secret.
+// isSecretMapping reports a Kubernetes Secret holding data or stringData:
+// a kind: Secret in any of the mapping's entries (duplicate keys and other
+// API groups included: masking more is the safe side), also when kind is an
+// alias or comes through a << merge. When kind cannot be resolved (an alias
+// without an anchor, a merge cycle, merges past maxMergeEntries) it fails
+// closed and counts as a Secret.
 func isSecretMapping(n *yaml.Node) bool {
-	kinds, unresolved := mergedValues(n, "kind", 0, map[*yaml.Node]bool{})
+	if valueOf(n, "data") == nil && valueOf(n, "stringData") == nil {
+		return false
+	}
+	budget := maxMergeEntries
+	kinds, unresolved := mergedValues(n, "kind", 0, map[*yaml.Node]bool{}, &budget)
 	for _, k := range kinds {
 		if k == "Secret" {
 			return true
 		}
 	}
-	return unresolved && len(kinds) == 0 && (valueOf(n, "data") != nil || valueOf(n, "stringData") != nil)
+	return unresolved && len(kinds) == 0
 }
+
+// maxMergeEntries bounds the entries read through merges to find one
+// mapping's kind, so that mappings merging large anchors cost linear time.
+const maxMergeEntries = 1000
 
 // mergedValues returns the scalar values of key in mapping n, its aliases
 // and the mappings it merges (<<), and whether some alias or merge could
-// not be followed.
-func mergedValues(n *yaml.Node, key string, depth int, seen map[*yaml.Node]bool) (values []string, unresolved bool) {
+// not be followed within budget entries.
+func mergedValues(n *yaml.Node, key string, depth int, seen map[*yaml.Node]bool, budget *int) (values []string, unresolved bool) {
 	if n == nil || depth > maxAliasDepth || seen[n] {
 		return nil, true
 	}
@@ -126,6 +134,9 @@ func mergedValues(n *yaml.Node, key string, depth int, seen map[*yaml.Node]bool)
 		return nil, false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if *budget--; *budget < 0 {
+			return values, true
+		}
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			continue
@@ -145,7 +156,7 @@ func mergedValues(n *yaml.Node, key string, depth int, seen map[*yaml.Node]bool)
 				merged = t.Content
 			}
 			for _, m := range merged {
-				vs, u := mergedValues(m, key, depth+1, seen)
+				vs, u := mergedValues(m, key, depth+1, seen, budget)
 				values, unresolved = append(values, vs...), unresolved || u
 			}
 		}

@@ -42,6 +42,10 @@ var (
 	// The value runs to the next delimiter, spaces included, so that a
 	// value folded onto one line with its continuation is masked whole.
 	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]](?:[^,;'"}\]]*[^\s,;'"}\]])?)`)
+	// embeddedQuoted matches key: "value" and key='value' inside a line, the
+	// quotes unclosed to the end of the line included: a quoted scalar over
+	// several lines folded into one.
+	embeddedQuoted = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+|[ \t]*=[ \t]*)("(?:[^"\\]|\\.)*(?:"|$)|'[^']*(?:'|$))`)
 	// secretData is a Secret's data or stringData key inside one line.
 	secretData = regexp.MustCompile(`\b(?:data|stringData)["']?[ \t]*:`)
 	// embeddedJSON matches "key": "value" pairs inside a line.
@@ -298,6 +302,19 @@ func (p *pass) line(line string) string {
 			p.masked++
 			p.record(sub[3])
 			return sub[1] + sub[2] + Marker
+		})
+	}
+	if strings.ContainsAny(line, `"'`) {
+		line = embeddedQuoted.ReplaceAllStringFunc(line, func(match string) string {
+			sub := embeddedQuoted.FindStringSubmatch(match)
+			q := sub[3][:1]
+			v := strings.TrimSuffix(sub[3][1:], q)
+			if !isSecretKey(sub[1]) || keepValue(p, v) {
+				return match
+			}
+			p.masked++
+			p.record(v)
+			return sub[1] + sub[2] + q + Marker + q
 		})
 	}
 	if strings.Contains(line, `"`) {
