@@ -332,6 +332,10 @@ spec:
 		{"StreamComplexKeyUnderSecret", "", "apiVersion: v1\nkind: ConfigMap\ndata:\n  password: {{ .Values.pw | default \"Leak54ComplexKeyQx\" }}\n  greeting: visible-greeting\n",
 			[]string{"Leak54ComplexKeyQx"}, []string{"password:", "greeting: visible-greeting"}},
 
+		// Found by fuzzing: a quoted secret folded into a longer scalar.
+		{"StreamQuotedSecretFoldedIntoScalar", "", "a: '! db_password: \"Leak55QuotedHeadQx\n  Leak55QuotedTailQx\" '\n",
+			[]string{"Leak55QuotedHeadQx", "Leak55QuotedTailQx"}, []string{"db_password"}},
+
 		// What must keep its value.
 		{"PairKeysThatStay", "", `spec:
   tolerations:
