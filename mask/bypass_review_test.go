@@ -90,6 +90,9 @@ spec:
 	{"StreamTaggedSecretValue", "", "password: !!bool Leak53StreamBoolQx\ntoken: !!null Leak53StreamNullQx\nenabled: !!bool true\n",
 		[]string{"Leak53StreamBoolQx", "Leak53StreamNullQx"}, []string{"password:", "token:", "true"}},
 
+	{"TemplateTaggedSecretValue", "templates/x.yaml", "{{/* chart */}}\npassword: !!bool Leak53TplBoolQx\nenabled: !!bool true\n",
+		[]string{"Leak53TplBoolQx"}, []string{"password:", "enabled: !!bool true"}},
+
 	// Finding 8: a complex key under a secret is content.
 	{"StreamComplexKeyUnderSecret", "", "apiVersion: v1\nkind: ConfigMap\ndata:\n  password: {{ .Values.pw | default \"Leak54ComplexKeyQx\" }}\n  greeting: visible-greeting\n",
 		[]string{"Leak54ComplexKeyQx"}, []string{"password:", "greeting: visible-greeting"}},
