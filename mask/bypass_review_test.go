@@ -69,6 +69,11 @@ spec:
 	{"StreamVariableDefault", "", "variables:\n- variable: admin_password\n  default: Leak49DefaultQx\n- Name: ParameterToken\n  Value: Leak49ValueQx\n",
 		[]string{"Leak49DefaultQx", "Leak49ValueQx"}, []string{"variable: admin_password"}},
 
+	{"TemplateEnvFlowUnparsable", "templates/deploy.yaml", "{{/* chart */}}\n    env: [{name: DB_PASSWORD, value: Leak46UnparsableQx, {{ if .x }}extra: y{{ end }} : }]\n",
+		[]string{"Leak46UnparsableQx"}, []string{"env:"}},
+	{"StreamMergedNameKey", "", "base: &e {name: DB_PASSWORD}\nenv:\n- <<: *e\n  value: Leak56MergedNameQx\n",
+		[]string{"Leak56MergedNameQx"}, []string{"value:"}},
+
 	// Finding 4: kind: Secret through a merge key or an alias.
 	{"FileMergeKeySecret", "values.yaml", "base: &secret {apiVersion: v1, kind: Secret}\nitem:\n  <<: *secret\n  metadata: {name: db}\n  stringData:\n    url: Leak50MergeFileQx\n",
 		[]string{"Leak50MergeFileQx"}, []string{"url:"}},

@@ -3,6 +3,7 @@ package mask
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -84,11 +85,16 @@ func (p *pass) flowValue(ls []yline, i int, kl keyLine, props, body string, alia
 		b.WriteString("\n" + ls[j].text)
 	}
 	src, restore, ok := placeholders(b.String())
-	if !ok {
-		return nil, 0, false
+	var root *yaml.Node
+	if ok {
+		root, ok = parseFlow(src)
 	}
-	root, ok := parseFlow(src)
 	if !ok {
+		if flowNamesSecret(b.String()) {
+			// It cannot be read, and a pair in it names a secret: fail
+			// closed.
+			return p.maskValue(ls, i, end, kl, props, body, aliases), end, true
+		}
 		return nil, 0, false
 	}
 	before := p.masked
@@ -101,6 +107,20 @@ func (p *pass) flowValue(ls []yline, i int, kl keyLine, props, body string, alia
 		return p.maskValue(ls, i, end, kl, props, body, aliases), end, true
 	}
 	return []string{kl.head + props + restore.Replace(out.String()) + ls[end-1].cr}, end, true
+}
+
+// flowPair is a "key: word" pair in a flow collection's text.
+var flowPair = regexp.MustCompile(`(?:^|[{,\s])["']?([A-Za-z]{1,32})["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.\-]{1,128})`)
+
+// flowNamesSecret reports flow text holding a naming key that names a
+// secret (namesSecretValue), such as name: DB_PASSWORD.
+func flowNamesSecret(s string) bool {
+	for _, m := range flowPair.FindAllStringSubmatch(s, -1) {
+		if namesSecretValue(m[1], m[2]) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseFlow parses one flow collection; false when it does not parse or is

@@ -102,66 +102,87 @@ func isSecretMapping(n *yaml.Node) bool {
 	if valueOf(n, "data") == nil && valueOf(n, "stringData") == nil {
 		return false
 	}
-	budget := maxMergeEntries
-	kinds, unresolved := mergedValues(n, "kind", 0, map[*yaml.Node]bool{}, &budget)
-	for _, k := range kinds {
-		if k == "Secret" {
-			return true
+	secret, known, lost := false, false, false
+	unresolved := mergedEntries(n, func(k string, v *yaml.Node) {
+		if k != "kind" {
+			return
 		}
-	}
-	return unresolved && len(kinds) == 0
+		switch t, ok := resolveAlias(v); {
+		case !ok:
+			lost = true
+		case t.Kind == yaml.ScalarNode:
+			known, secret = true, secret || t.Value == "Secret"
+		}
+	})
+	return secret || (unresolved || lost) && !known
 }
 
-// maxMergeEntries bounds the entries read through merges to find one
-// mapping's kind, so that mappings merging large anchors cost linear time.
+// namesSecretPair reports a mapping whose naming key (name, key, ...),
+// its own or merged in (<<), holds a secret-looking name, so that its value
+// keys hold that secret: env entries (name/value), tags and Terraform or
+// Crossplane variables (key/value).
+func namesSecretPair(n *yaml.Node) bool {
+	hasValue := false
+	for i := 0; i < len(n.Content); i += 2 {
+		hasValue = hasValue || n.Content[i].Kind == yaml.ScalarNode && isPairValue(n.Content[i].Value)
+	}
+	if !hasValue {
+		return false
+	}
+	named := false
+	mergedEntries(n, func(k string, v *yaml.Node) {
+		if t, ok := resolveAlias(v); ok && t.Kind == yaml.ScalarNode && namesSecretValue(k, t.Value) {
+			named = true
+		}
+	})
+	return named
+}
+
+// maxMergeEntries bounds the entries read through merges for one mapping,
+// so that mappings merging large anchors cost linear time.
 const maxMergeEntries = 1000
 
-// mergedValues returns the scalar values of key in mapping n, its aliases
-// and the mappings it merges (<<), and whether some alias or merge could
-// not be followed within budget entries.
-func mergedValues(n *yaml.Node, key string, depth int, seen map[*yaml.Node]bool, budget *int) (values []string, unresolved bool) {
-	if n == nil || depth > maxAliasDepth || seen[n] {
-		return nil, true
-	}
-	seen[n] = true
-	for n.Kind == yaml.AliasNode {
-		if n = n.Alias; n == nil || seen[n] {
-			return nil, true
+// mergedEntries calls visit with each scalar-keyed entry of mapping n and
+// of the mappings it merges (<<, an alias, a mapping or a sequence of
+// them), and reports whether some merge could not be followed (an alias
+// without an anchor, a cycle, past maxMergeEntries).
+func mergedEntries(n *yaml.Node, visit func(key string, v *yaml.Node)) (unresolved bool) {
+	budget := maxMergeEntries
+	seen := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		t, ok := resolveAlias(n)
+		if !ok || depth > maxAliasDepth || seen[t] {
+			unresolved = true
+			return
 		}
-		seen[n] = true
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil, false
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if *budget--; *budget < 0 {
-			return values, true
+		seen[t] = true
+		if t.Kind != yaml.MappingNode {
+			return
 		}
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			continue
-		}
-		switch {
-		case k.Value == key:
-			t, ok := resolveAlias(v)
-			switch {
-			case !ok:
+		for i := 0; i+1 < len(t.Content); i += 2 {
+			if budget--; budget < 0 {
 				unresolved = true
-			case t.Kind == yaml.ScalarNode:
-				values = append(values, t.Value)
+				return
 			}
-		case k.Value == "<<" && (k.Tag == "!!merge" || k.Style == 0):
-			merged := []*yaml.Node{v}
-			if t, ok := resolveAlias(v); ok && t.Kind == yaml.SequenceNode {
-				merged = t.Content
-			}
-			for _, m := range merged {
-				vs, u := mergedValues(m, key, depth+1, seen, budget)
-				values, unresolved = append(values, vs...), unresolved || u
+			k, v := t.Content[i], t.Content[i+1]
+			switch {
+			case k.Kind != yaml.ScalarNode:
+			case k.Value == "<<" && (k.Tag == "!!merge" || k.Style == 0):
+				merged := []*yaml.Node{v}
+				if m, ok := resolveAlias(v); ok && m.Kind == yaml.SequenceNode {
+					merged = m.Content
+				}
+				for _, m := range merged {
+					walk(m, depth+1)
+				}
+			default:
+				visit(k.Value, v)
 			}
 		}
 	}
-	return values, unresolved
+	walk(n, 0)
+	return unresolved
 }
 
 // resolveAlias follows an alias chain to its node; false when it ends
@@ -181,20 +202,6 @@ func resolveAlias(n *yaml.Node) (*yaml.Node, bool) {
 
 // maxAliasDepth bounds the aliases and merges followed to find a kind.
 const maxAliasDepth = 64
-
-// namesSecretPair reports a mapping whose naming key (name, key, ...)
-// holds a secret-looking name, so that its value keys hold that secret:
-// env entries (name/value), tags and Terraform or Crossplane variables
-// (key/value).
-func namesSecretPair(n *yaml.Node) bool {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if t, ok := resolveAlias(v); ok && k.Kind == yaml.ScalarNode && t.Kind == yaml.ScalarNode && namesSecretValue(k.Value, t.Value) {
-			return true
-		}
-	}
-	return false
-}
 
 func valueOf(n *yaml.Node, key string) *yaml.Node {
 	if n.Kind != yaml.MappingNode {
