@@ -54,8 +54,18 @@ func (f maskedFiles) Manifests(b []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-func (maskedFiles) Redact(text string, secrets []string) string {
-	return mask.Redactions(secrets).Apply(text)
+func (maskedFiles) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
+	return joinRedactors(secrets, join)
+}
+
+// joinRedactors compiles secrets and joins the redactors given, as the
+// server does (cmd/kukie-server).
+func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
+	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
+	for _, j := range join {
+		rs = append(rs, j)
+	}
+	return mask.Join(rs...)
 }
 
 // TestRepoRoutesValidate: the repo tab's routes and tools over a real Git

@@ -29,8 +29,16 @@ func (redact) File(_ string, b []byte) service.MaskedText {
 	return service.MaskedText{Content: []byte(strings.ReplaceAll(string(b), "s3cr3t", "<masked>")), Secrets: []string{"s3cr3t"}}
 }
 
-func (redact) Redact(text string, secrets []string) string {
-	for _, s := range secrets {
+func (redact) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
+	return redactSecrets(secrets)
+}
+
+// redactSecrets cuts its secrets by replacing them (the tree and file
+// views join nothing).
+type redactSecrets []string
+
+func (r redactSecrets) Redact(text string) string {
+	for _, s := range r {
 		text = strings.ReplaceAll(text, s, "<masked>")
 	}
 	return text

@@ -21,6 +21,15 @@ spec:
             description: '{{ $labels.instance }} has been down for 5 minutes'
 `
 
+// bypassCase is a row of TestMaskingCannotBeBypassed.
+type bypassCase struct {
+	name    string
+	path    string // "" masks the input as a rendered stream (Manifests)
+	in      string
+	hidden  []string
+	visible []string
+}
+
 // TestMaskingCannotBeBypassed holds every shape issue 19 lists as leaking,
 // in rendered streams (Manifests) and in template files (File), and the
 // shapes that must keep their values. hidden values must appear nowhere in
@@ -28,13 +37,7 @@ spec:
 func TestMaskingCannotBeBypassed(t *testing.T) {
 	m := MustNew(t)
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	tests := []struct {
-		name    string
-		path    string // "" masks the input as a rendered stream (Manifests)
-		in      string
-		hidden  []string
-		visible []string
-	}{
+	tests := append([]bypassCase{
 		// Rendered streams: a {{ anywhere must not switch to line mode.
 		{"StreamFoldedStringDataValue", "", promRule + `---
 apiVersion: v1
@@ -236,6 +239,18 @@ auth:
 `, []string{"Leak30ValuesHeadQx", "Leak30ValuesTailQx"}, []string{"alertText:", "{{ $labels.instance }} down", "password:"}},
 
 		// What must keep its value.
+		{"PairKeysThatStay", "", `spec:
+  tolerations:
+  - key: dedicated
+    operator: Equal
+    value: gpu-visible
+  env:
+  - name: LOG_LEVEL
+    value: debug-visible
+  - name: DB_PASSWORD
+    valueFrom:
+      secretKeyRef: {name: db, key: password}
+`, nil, []string{"value: gpu-visible", "value: debug-visible", "key: password"}},
 		{"StreamKeysThatStay", "", promRule + `---
 apiVersion: apps/v1
 kind: Deployment
@@ -304,7 +319,7 @@ data:
   greeting: hello-visible-world
 `, nil, []string{"key: dedicated", "key: config.json", "keyId: visible-key-id", "publicKey: visible-public-key",
 			"LOG_LEVEL: debug", "greeting: hello-visible-world"}},
-	}
+	}, reviewBypassCases...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out string

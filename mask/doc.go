@@ -7,7 +7,10 @@
 //     the keys stay visible.
 //   - Key names: a value whose key looks secret (password, secret, token, api
 //     key, private key, credentials, client secret, connection strings, ...),
-//     including env entries written as name/value pairs, is replaced by Marker.
+//     or whose sibling naming key names one (env name/value, key/value tags
+//     and variables, variable/default), is replaced by Marker. Only ${VAR},
+//     $(VAR) and template actions stay as references; a bare $word may be a
+//     password.
 //   - Value shapes: gitleaks v8's default rule set (cloud keys, Git host
 //     tokens, JWTs, generic high-entropy assignments) plus private-key blocks
 //     and passwords inside URLs, wherever they appear — in values, keys,
@@ -30,6 +33,7 @@
 // more, not less.
 //
 // Result.Redactions lists the values a run replaced; a request merges those
-// of everything it masked and cuts them (Redactions.Apply) from the other
-// texts it returns, such as a render error quoting a value.
+// of everything it masked and cuts them from the other texts it returns,
+// such as a render error quoting a value, through a Redactor compiled once
+// per set (an Aho-Corasick automaton of every value's forms, automaton.go).
 package mask

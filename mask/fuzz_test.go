@@ -12,13 +12,14 @@ import (
 
 // fuzzPlants are secrets planted between fuzzed text. Each is written on lines
 // of its own; secret is what must never appear in the output. A plant marked
-// aliased is a secret only through YAML structure (an anchor repeated under
-// a secret): when the surrounding text swallows it into a string (an open
-// quote, a folded block), it is text and only the other plants, secret by
-// their key or shape, must still be masked.
+// structural is a secret only through YAML structure (an anchor repeated
+// under a secret, a value named by a sibling key, a kind merged in): when the
+// surrounding text swallows it into a string (an open quote, a folded
+// block), it is text and only the other plants, secret by their key or
+// shape, must still be masked.
 type fuzzPlant struct {
 	text, secret string
-	aliased      bool
+	structural   bool
 }
 
 var fuzzPlants = []fuzzPlant{
@@ -42,6 +43,13 @@ var fuzzPlants = []fuzzPlant{
 	{"metadata:\n  labels: &d {conn: Pl4ntedAnchor-V4nB}\nkind: Secret\ndata: *d", "Pl4ntedAnchor-V4nB", true},
 	{"shared: &s Pl4ntedAliasVal-C5m\ntoken: *s", "Pl4ntedAliasVal-C5m", true},
 	{"binaryData:\n  app.env: QVBQPXdlYgpEQl9QQVNTV09SRD1QbDRudGVkQjY0UHctVDF5UQo=", "QVBQPXdlYgpEQl9QQVNTV09SRD1QbDRudGVkQjY0UHctVDF5UQo=", false},
+	// Security review: "$" passwords, env and key/value pairs in any order
+	// and style, kind: Secret through a merge key.
+	{"password: $Pl4ntedDollarPw-Q3z", "Pl4ntedDollarPw-Q3z", false},
+	{"env:\n- value: Pl4ntedEnvFirst-L8c\n  name: DB_PASSWORD", "Pl4ntedEnvFirst-L8c", true},
+	{"env: [{name: DB_PASSWORD, value: Pl4ntedEnvFlow-U2m}]", "Pl4ntedEnvFlow-U2m", true},
+	{"vars:\n- key: db_password\n  value: Pl4ntedKeyValue-N6s", "Pl4ntedKeyValue-N6s", true},
+	{"base: &sb {kind: Secret}\nitem:\n  <<: *sb\n  stringData:\n    url: Pl4ntedMergeKind-E4r", "Pl4ntedMergeKind-E4r", true},
 }
 
 var fuzzPaths = []string{"f.yaml", "f.json", "f.env", "f.txt", "templates/f.yaml", ""}
@@ -99,7 +107,7 @@ func FuzzMaskFile(f *testing.F) {
 		} else {
 			out = m.File(path, in).Content
 		}
-		if strings.Contains(string(out), p.secret) && !(p.aliased && swallowed(in, p.secret)) {
+		if strings.Contains(string(out), p.secret) && !(p.structural && swallowed(in, p.secret)) {
 			t.Fatalf("planted %q survives\ninput:\n%s\noutput:\n%s", p.secret, in, out)
 		}
 	})

@@ -115,3 +115,24 @@ func namesSecret(key string) bool {
 	}
 	return false
 }
+
+// pairNameKeys name what a sibling value key holds: env entries
+// (name/value), tags and Terraform, Crossplane or Argo variables
+// (key/value, variable/default), CloudFormation parameters
+// (ParameterKey/ParameterValue). Normalized.
+var pairNameKeys = map[string]bool{
+	"name": true, "key": true, "parameter": true, "variable": true, "parameterkey": true, "parametername": true,
+}
+
+// pairValueKeys hold the value a sibling naming key names. Normalized.
+var pairValueKeys = map[string]bool{"value": true, "default": true, "parametervalue": true}
+
+// namesSecretValue reports a naming key (pairNameKeys) whose value is a
+// secret-looking name: its sibling value keys hold a secret. This is the one
+// pair rule, used by the YAML walk and the scanner alike.
+func namesSecretValue(key, value string) bool {
+	return pairNameKeys[normalizeKey(key)] && isSecretKey(value)
+}
+
+// isPairValue reports a key holding the value its sibling naming key names.
+func isPairValue(key string) bool { return pairValueKeys[normalizeKey(key)] }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Redactions are the secret values one masking run replaced by Marker (each
@@ -33,61 +34,148 @@ func (r Redactions) Merge(others ...Redactions) Redactions {
 	return slices.Compact(out)
 }
 
-// Apply replaces every value of r in text by Marker, longest first, and also
-// its base64 and JSON-escaped forms, so that a message quoting a masked
-// value, whichever way it was encoded, does not carry it out.
+// Apply cuts r from one text (see Redactor.Redact). It compiles r each
+// time: to cut the same set from several texts, Compile it once.
 func (r Redactions) Apply(text string) string {
-	if len(r) == 0 || text == "" {
-		return text
-	}
-	seen := map[string]bool{}
-	var forms []string
-	addForm := func(f string) {
-		if len(f) >= minSecretLen && !seen[f] {
-			seen[f] = true
-			forms = append(forms, f)
-		}
-	}
+	return r.Compile().Redact(text)
+}
+
+// Bounds of one compiled set. A tenant decides how many values a render
+// masks (a Secret with 100,000 keys), and the set is kept with the render
+// in memory: past either bound the set is not compiled, and every text it
+// should be cut from is replaced whole by Marker, since it cannot be
+// checked.
+const (
+	maxRedactions     = 10_000
+	maxRedactionBytes = 128 << 10
+)
+
+// redactorBytesPerValueByte estimates what a compiled set keeps per byte of
+// its values: four forms (the value, two base64 spellings, the JSON escape:
+// ~3.7 times its length) at ~17 bytes per automaton state. At
+// maxRedactionBytes a set keeps ~8 MiB.
+const redactorBytesPerValueByte = 64
+
+// Redactor cuts a set of Redactions, each value also in its base64 and
+// JSON-escaped forms, from texts. It is built once per set (Compile) and
+// then costs time linear in each text, whatever the size of the set; the
+// automaton is built on first use. Joined redactors cut all their sets in
+// one pass. A nil *Redactor cuts nothing. It is safe for concurrent use.
+type Redactor struct {
+	sets   []*compiledSet
+	others []TextRedactor // joined redactors that are not compiled sets
+}
+
+// compiledSet is one Redactions' automaton, built once.
+type compiledSet struct {
+	values   Redactions
+	once     sync.Once
+	ac       *automaton // nil when no value is long enough
+	overflow bool       // past maxRedactions or maxRedactionBytes
+	bytes    int64      // estimate of what the built set keeps (Bytes)
+}
+
+// Compile returns the Redactor of r.
+func (r Redactions) Compile() *Redactor {
+	var values Redactions
 	for _, v := range r {
-		if len(v) < minSecretLen {
-			continue
-		}
-		addForm(v)
-		addForm(base64.StdEncoding.EncodeToString([]byte(v)))
-		addForm(base64.RawStdEncoding.EncodeToString([]byte(v)))
-		if b, err := json.Marshal(v); err == nil {
-			addForm(string(b[1 : len(b)-1]))
+		if len(v) >= minSecretLen {
+			values = append(values, v)
 		}
 	}
-	// Every occurrence of every form is cut; overlapping or adjacent
-	// occurrences become one Marker, so no part of either survives.
-	type span struct{ start, end int }
-	var spans []span
-	for _, f := range forms {
-		for from := 0; from < len(text); {
-			i := strings.Index(text[from:], f)
-			if i < 0 {
-				break
+	if len(values) == 0 {
+		return &Redactor{}
+	}
+	size := 0
+	for _, v := range values {
+		size += len(v)
+	}
+	var kept int64
+	if len(values) <= maxRedactions && size <= maxRedactionBytes {
+		kept = int64(size)*redactorBytesPerValueByte + 16*int64(len(values))
+	}
+	return &Redactor{sets: []*compiledSet{{values: values, bytes: kept}}}
+}
+
+// Bytes estimates the memory the redactor's sets keep once built, for a
+// cache that holds it beside the render it belongs to (a tenant decides how
+// many values a render masks). A set past the bounds keeps nothing.
+func (r *Redactor) Bytes() int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for _, s := range r.sets {
+		n += s.bytes
+	}
+	return n
+}
+
+// TextRedactor is anything that cuts secrets from a text.
+type TextRedactor interface {
+	Redact(text string) string
+}
+
+// Join returns a Redactor cutting what each of rs cuts, compiling nothing.
+// The sets of compiled redactors (*Redactor) are cut in one pass, so values
+// of two sets overlapping in a text are both cut whole; other redactors
+// then cut the result, in order.
+func Join(rs ...TextRedactor) *Redactor {
+	out := &Redactor{}
+	for _, r := range rs {
+		switch r := r.(type) {
+		case nil:
+		case *Redactor:
+			if r != nil {
+				out.sets = append(out.sets, r.sets...)
+				out.others = append(out.others, r.others...)
 			}
-			spans = append(spans, span{from + i, from + i + len(f)})
-			from += i + 1
+		default:
+			out.others = append(out.others, r)
 		}
 	}
-	if len(spans) == 0 {
+	return out
+}
+
+// Redact replaces every occurrence of every value of the redactor's sets in
+// text, in any of its forms, by Marker.
+func (r *Redactor) Redact(text string) string {
+	if r == nil || text == "" {
 		return text
 	}
-	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(spans); {
-		s, end := spans[i].start, spans[i].end
-		for i++; i < len(spans) && spans[i].start <= end; i++ {
-			end = max(end, spans[i].end)
+	var spans []span
+	for _, s := range r.sets {
+		s.once.Do(s.build)
+		if s.overflow {
+			return Marker
 		}
-		b.WriteString(text[last:s])
-		b.WriteString(Marker)
-		last = end
+		if s.ac != nil {
+			spans = s.ac.spans(text, spans)
+		}
 	}
-	b.WriteString(text[last:])
-	return b.String()
+	text = cut(text, spans)
+	for _, o := range r.others {
+		text = o.Redact(text)
+	}
+	return text
+}
+
+// build compiles the set's forms into its automaton.
+func (s *compiledSet) build() {
+	size := 0
+	for _, v := range s.values {
+		size += len(v)
+	}
+	if len(s.values) > maxRedactions || size > maxRedactionBytes {
+		s.overflow, s.values = true, nil
+		return
+	}
+	forms := make([]string, 0, 3*len(s.values))
+	for _, v := range s.values {
+		forms = append(forms, v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawStdEncoding.EncodeToString([]byte(v)))
+		if b, err := json.Marshal(v); err == nil && len(b) > len(v)+2 {
+			forms = append(forms, string(b[1:len(b)-1]))
+		}
+	}
+	s.ac, s.values = newAutomaton(forms), nil
 }

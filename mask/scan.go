@@ -16,38 +16,29 @@ import "strings"
 // the data and stringData of the text as a Kubernetes Secret's.
 func (p *pass) lines(s string, inSecret bool) string {
 	ls := splitLines(s)
+	pairs := pairValueLines(ls)
 	var anchors map[string]bool
 	if anchorDef.MatchString(s) && aliasUse.MatchString(s) {
 		// Aliases met under secrets name anchors whose values must be
-		// masked where they are defined; an anchor's masked value may
-		// hold aliases in turn, so repeat while the set grows.
-		anchors = map[string]bool{}
-		for range 8 {
-			scratch := &pass{scan: p.scan, secrets: p.secrets, decoded: true}
-			_, aliases := scratch.scanLines(ls, inSecret, anchors)
-			grew := false
-			for a := range aliases {
-				if !anchors[a] {
-					anchors[a], grew = true, true
-				}
-			}
-			if !grew {
-				break
-			}
-		}
+		// masked where they are defined, and so do the aliases inside
+		// those values, transitively: one pass finds the first, the
+		// anchors' values give the rest, however long the chain.
+		scratch := &pass{scan: p.scan, secrets: p.secrets, decoded: true}
+		_, seeds := scratch.scanLines(ls, inSecret, nil, pairs)
+		anchors = aliasClosure(seeds, anchorAliases(ls))
 	}
-	out, _ := p.scanLines(ls, inSecret, anchors)
+	out, _ := p.scanLines(ls, inSecret, anchors, pairs)
 	return out
 }
 
 // scanLines is one masking pass over ls; it returns the masked text and the
-// aliases met under secrets. anchors names the anchors to mask.
-func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool) (string, map[string]bool) {
+// aliases met under secrets. anchors names the anchors to mask, pairs the
+// lines holding a secret by the pair rule (pairValueLines).
+func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool, pairs map[int]bool) (string, map[string]bool) {
 	aliases := map[string]bool{}
 	out := make([]string, 0, len(ls))
-	dataCol := -1                    // key column of an open Secret data block
-	secretCol := -1                  // key column of a secret-looking key holding a mapping
-	nameCol, nameSecret := -1, false // the last "name:" key of an env-style pair
+	dataCol := -1   // key column of an open Secret data block
+	secretCol := -1 // key column of a secret-looking key holding a mapping
 	for i := 0; i < len(ls); i++ {
 		l := ls[i]
 		if l.trimmed == "" {
@@ -73,9 +64,6 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool) (st
 				continue
 			}
 		}
-		if nameCol >= 0 && (kl.item && kl.col <= nameCol || !kl.item && kl.col < nameCol) {
-			nameCol = -1
-		}
 		props, anchor, alias, body := valueProps(kl.value)
 		isData := inSecret && kl.hasKey && (kl.key == "data" || kl.key == "stringData")
 		if isData && (body == "" || body[0] == '#') {
@@ -86,17 +74,23 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool) (st
 		secret := isData || dataCol >= 0 && kl.col > dataCol ||
 			secretCol >= 0 && kl.col > secretCol && !(kl.hasKey && namesSecret(kl.key)) ||
 			kl.hasKey && isSecretKey(kl.key) ||
-			kl.hasKey && kl.key == "value" && kl.col == nameCol && nameSecret ||
+			kl.hasKey && pairs[i] ||
 			anchor != "" && anchors[anchor]
-		if kl.hasKey && kl.key == "name" {
-			nameCol, nameSecret = kl.col, isSecretKey(strings.Trim(stripComment(body), `"' `))
-		}
 		if !secret && inSecret {
 			if loc := secretData.FindStringIndex(l.text); loc != nil && loc[0] > kl.col {
 				// A Secret's data folded onto another key's line.
 				p.masked++
 				p.record(l.text[loc[1]:])
 				out = append(out, l.text[:loc[1]]+" "+Marker+l.cr)
+				continue
+			}
+		}
+		if !secret && isFlowStart(stripComment(body)) {
+			// A flow collection on the line ([{name: DB_PASSWORD, value: x}])
+			// is judged by the YAML walk when it parses.
+			if masked, end, ok := p.flowValue(ls, i, kl, props, body, aliases); ok {
+				out = append(out, masked...)
+				i = end - 1
 				continue
 			}
 		}
@@ -153,7 +147,7 @@ func valueEnd(ls []yline, i, col int, hasKey bool, body string) int {
 		return blockEnd(ls, i, col, false)
 	case b[0] == '"' || b[0] == '\'':
 		return quoteEnd(ls, i, len(ls[i].text)-len(body), b[0])
-	case (b[0] == '{' && !strings.HasPrefix(b, "{{")) || b[0] == '[':
+	case isFlowStart(b):
 		return flowEnd(ls, i, len(ls[i].text)-len(body))
 	default:
 		return blockEnd(ls, i, col, false)

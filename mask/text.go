@@ -42,6 +42,10 @@ var (
 	// The value runs to the next delimiter, spaces included, so that a
 	// value folded onto one line with its continuation is masked whole.
 	embeddedColon = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+)([^\s,;'"}\]](?:[^,;'"}\]]*[^\s,;'"}\]])?)`)
+	// embeddedQuoted matches key: "value" and key='value' inside a line, the
+	// quotes unclosed to the end of the line included: a quoted scalar over
+	// several lines folded into one.
+	embeddedQuoted = regexp.MustCompile(`([A-Za-z0-9_.-]{2,64})(:[ \t]+|[ \t]*=[ \t]*)("(?:[^"\\]|\\.)*(?:"|$)|'[^']*(?:'|$))`)
 	// secretData is a Secret's data or stringData key inside one line.
 	secretData = regexp.MustCompile(`\b(?:data|stringData)["']?[ \t]*:`)
 	// embeddedJSON matches "key": "value" pairs inside a line.
@@ -55,11 +59,17 @@ var (
 	// sopsValue is a SOPS-encrypted value.
 	sopsValue = regexp.MustCompile(`^ENC\[[A-Z0-9_]+,data:[A-Za-z0-9+/=]*,iv:[A-Za-z0-9+/=]+,tag:[A-Za-z0-9+/=]+,type:[a-z]+\]$`)
 	// reference is a value that only names where a secret comes from: a
-	// template action over values, or an environment variable.
-	reference = regexp.MustCompile(`^(?:\{\{-?[ \t]*[.$][\w.$]*(?:[ \t]*\|[ \t]*[\w ]+)*[ \t]*-?\}\}|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$`)
+	// template action over values, or an environment variable written
+	// ${VAR} (shell, compose, envsubst) or $(VAR) (Kubernetes env
+	// expansion). A bare $VAR is not one: "$correcthorse77" and
+	// "$WELCOME2024" are passwords as often as references, and a reference
+	// masked costs the reader less than a password shown.
+	reference = regexp.MustCompile(`^(?:\{\{-?[ \t]*[.$][\w.$]*(?:[ \t]*\|[ \t]*[\w ]+)*[ \t]*-?\}\}|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\$\([A-Za-z_][A-Za-z0-9_]*\))$`)
 	// secretKind finds a Kubernetes Secret in text that is not valid YAML:
 	// block or flow style, as a list item, quoted or not.
 	secretKind = regexp.MustCompile(`\bkind["']?[ \t]*:[ \t]*["']?Secret\b`)
+	// aliasedKind is a kind or a merge key taking its value from an alias.
+	aliasedKind = regexp.MustCompile(`(?:\bkind|<<)["']?[ \t]*:[ \t]*\*`)
 	// docSeparator is a YAML document boundary: "---" at the start of a
 	// line, which YAML forbids inside any scalar.
 	docSeparator = regexp.MustCompile(`(?m)^---(?:[ \t][^\n]*)?\r?$`)
@@ -113,16 +123,24 @@ func (p *pass) text(s string, secretDocs bool) string {
 	if !strings.ContainsAny(s, ":=") {
 		return s
 	}
-	if !secretDocs || !secretKind.MatchString(s) {
+	if !secretDocs || !secretDoc(s) {
 		return p.lines(s, false)
 	}
 	// Mask each document on its own, so that only Secrets get their data
 	// blocks masked whole.
 	var b strings.Builder
 	for _, doc := range splitDocs(s) {
-		b.WriteString(p.lines(doc, secretKind.MatchString(doc)))
+		b.WriteString(p.lines(doc, secretDoc(doc)))
 	}
 	return b.String()
+}
+
+// secretDoc reports text the scanner masks as a Kubernetes Secret: it says
+// kind: Secret, or it holds data or stringData and takes its kind from an
+// alias or a merge (<<: *base), which the scanner does not resolve: it
+// fails closed.
+func secretDoc(s string) bool {
+	return secretKind.MatchString(s) || aliasedKind.MatchString(s) && secretData.MatchString(s)
 }
 
 // splitDocs cuts a YAML stream before each document marker; the pieces
@@ -284,6 +302,19 @@ func (p *pass) line(line string) string {
 			p.masked++
 			p.record(sub[3])
 			return sub[1] + sub[2] + Marker
+		})
+	}
+	if strings.ContainsAny(line, `"'`) {
+		line = embeddedQuoted.ReplaceAllStringFunc(line, func(match string) string {
+			sub := embeddedQuoted.FindStringSubmatch(match)
+			q := sub[3][:1]
+			v := strings.TrimSuffix(sub[3][1:], q)
+			if !isSecretKey(sub[1]) || keepValue(p, v) {
+				return match
+			}
+			p.masked++
+			p.record(v)
+			return sub[1] + sub[2] + q + Marker + q
 		})
 	}
 	if strings.Contains(line, `"`) {

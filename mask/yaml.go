@@ -142,19 +142,22 @@ func (p *pass) comments(n *yaml.Node) {
 // mapping masks a mapping's keys and values: a Secret's data, a SealedSecret's
 // ciphertext, SOPS metadata, secret-looking keys and env-style name/value pairs.
 func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
-	kind, name := field(n, "kind"), field(n, "name")
-	// Any kind: Secret counts, duplicate keys and other API groups
-	// included: masking more is the safe side.
-	isSecret := hasField(n, "kind", "Secret")
-	isSealed := kind == "SealedSecret"
+	isSecret := isSecretMapping(n)
+	isSealed := field(n, "kind") == "SealedSecret"
+	pairSecret := namesSecretPair(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := ""
-		if k.Kind == yaml.ScalarNode {
+		switch {
+		case k.Kind == yaml.ScalarNode:
 			key = k.Value
 			p.comments(k)
 			k.Value = p.text(k.Value, false)
-		} else {
+		case inSecret:
+			// A complex key under a secret ({{ .pw | default "x" }} read
+			// as YAML) is content, not a name: masked like a value.
+			p.maskLeaves(k, depth+1)
+		default:
 			p.walk(k, false, depth+1)
 		}
 		switch {
@@ -169,93 +172,11 @@ func (p *pass) mapping(n *yaml.Node, inSecret bool, depth int) {
 			p.secretData(v)
 		case isSecretKey(key),
 			inSecret && !namesSecret(key),
-			key == "value" && isSecretKey(name):
+			pairSecret && isPairValue(key):
 			p.secretValue(v, depth+1)
 		default:
 			p.walk(v, inSecret, depth+1)
 		}
-	}
-}
-
-// sealedSpec masks a SealedSecret's spec, leaving its encryptedData, which is
-// ciphertext, as it is.
-func (p *pass) sealedSpec(spec *yaml.Node, inSecret bool, depth int) {
-	p.comments(spec)
-	for i := 0; i+1 < len(spec.Content); i += 2 {
-		k, v := spec.Content[i], spec.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == "encryptedData" {
-			p.comments(k)
-			p.ciphertexts(v, depth+1)
-			continue
-		}
-		// Re-walk the pair as a one-entry mapping so keys and values are
-		// judged like anywhere else.
-		p.mapping(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, v}}, inSecret, depth)
-	}
-}
-
-// ciphertexts keeps a SealedSecret's encryptedData values that look like its
-// ciphertext (long base64) and masks anything else found there.
-func (p *pass) ciphertexts(v *yaml.Node, depth int) {
-	if v.Kind != yaml.MappingNode {
-		p.secretValue(v, depth)
-		return
-	}
-	p.comments(v)
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], v.Content[i+1]
-		p.secretKey(k)
-		if val.Kind == yaml.ScalarNode && sealedCiphertext.MatchString(val.Value) {
-			p.comments(val)
-			p.encrypted = true
-			continue
-		}
-		p.secretValue(val, depth+1)
-	}
-}
-
-// secretKey keeps a key of a secret mapping visible (its text still
-// scanned) unless it is not a plain scalar, which is masked whole.
-func (p *pass) secretKey(k *yaml.Node) {
-	p.comments(k)
-	if k.Kind == yaml.ScalarNode {
-		k.Value = p.text(k.Value, false)
-	} else {
-		p.setMarker(k)
-	}
-}
-
-// secretData masks every value of a Secret's data or stringData, keeping keys.
-func (p *pass) secretData(v *yaml.Node) {
-	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-		return
-	}
-	if v.Kind == yaml.AliasNode {
-		// data: *d masks the values of the anchor d, wherever it is.
-		if t := p.aliasTarget(v); t != nil {
-			p.secretData(t)
-		}
-		return
-	}
-	if v.Kind != yaml.MappingNode {
-		p.setMarker(v)
-		return
-	}
-	p.comments(v)
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], v.Content[i+1]
-		p.secretKey(k)
-		if val.Kind == yaml.ScalarNode && sopsValue.MatchString(val.Value) {
-			p.encrypted = true
-			continue
-		}
-		if val.Kind == yaml.AliasNode {
-			if t := p.aliasTarget(val); t != nil {
-				p.setMarker(t)
-			}
-			continue
-		}
-		p.setMarker(val)
 	}
 }
 
@@ -264,7 +185,8 @@ func (p *pass) secretValue(v *yaml.Node, depth int) {
 	p.comments(v)
 	switch v.Kind {
 	case yaml.ScalarNode:
-		if v.Tag == "!!bool" || v.Tag == "!!null" || keepValue(p, v.Value) {
+		// The value decides, not its tag: "!!bool hunter2" is a password.
+		if keepValue(p, v.Value) {
 			return
 		}
 		p.setMarker(v)
@@ -407,36 +329,4 @@ func (p *pass) recordNode(n *yaml.Node, depth int) {
 			p.recordNode(c, depth+1)
 		}
 	}
-}
-
-// field returns the scalar value of key in mapping n, or "".
-func field(n *yaml.Node, key string) string {
-	if v := valueOf(n, key); v != nil && v.Kind == yaml.ScalarNode {
-		return v.Value
-	}
-	return ""
-}
-
-// hasField reports whether mapping n holds key with the scalar value, in any
-// of its entries.
-func hasField(n *yaml.Node, key, value string) bool {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == key && v.Kind == yaml.ScalarNode && v.Value == value {
-			return true
-		}
-	}
-	return false
-}
-
-func valueOf(n *yaml.Node, key string) *yaml.Node {
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }

@@ -85,9 +85,10 @@ type SourceManifests struct {
 	Error      *SourceError `json:"error,omitempty"`
 	Manifests  string       `json:"manifests"`
 
-	// secrets are the values masking removed from the source's inputs and
-	// output, cut from the request's other texts.
-	secrets []string
+	// redactor cuts the values masking removed from the source's inputs
+	// and output from the request's other texts; built once, cached with
+	// the render.
+	redactor Redactor
 }
 
 // SourceError is why one source did not render.
@@ -106,7 +107,7 @@ type AppManifests struct {
 	RevisionSource string            `json:"revision_source"`
 	Sources        []SourceManifests `json:"sources"`
 
-	secrets []string // every source's, see SourceManifests
+	redactor Redactor // every source's, see SourceManifests
 }
 
 // Manifests renders an app's sources: Git sources of the connected
@@ -157,12 +158,16 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		rendered = append(rendered, part)
 	}
 	// One redaction set for the request: a source's secrets are cut from
-	// every source's error and notes.
+	// every source's error and notes. Joining compiles nothing.
+	joined := make([]Redactor, 0, len(rendered))
 	for _, part := range rendered {
-		out.secrets = append(out.secrets, part.secrets...)
+		if part.redactor != nil {
+			joined = append(joined, part.redactor)
+		}
 	}
+	out.redactor = s.Masker.Redactor(nil, joined...)
 	for i := range rendered {
-		rendered[i] = s.redacted(rendered[i], out.secrets)
+		rendered[i] = s.redacted(rendered[i], out.redactor)
 	}
 	out.Sources = rendered
 	if len(rendered) == 1 && rendered[0].Error != nil {
@@ -256,6 +261,7 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 	}
 	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
 		p := part
+		var secrets []string
 		// Callers collapsed into this flight share one slot. The flight
 		// outlives any one caller, so neither the wait nor the render ends
 		// with the first caller's context.
@@ -277,17 +283,18 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 			// cut of every secret masked in the source's inputs.
 			msg := s.Masker.File("render-error.txt", []byte(out.Message))
 			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
-			p.secrets = append(p.secrets, msg.Secrets...)
+			secrets = append(secrets, msg.Secrets...)
 		default:
 			m := s.ManifestMasker.Manifests(out.Manifests)
 			p.SourceType, p.Manifests = out.SourceType, string(m.Content)
-			p.secrets = append(p.secrets, m.Secrets...)
+			secrets = append(secrets, m.Secrets...)
 		}
 		if out.Notes != nil {
 			p.Notes = slices.Clone(out.Notes)
 		}
-		p.secrets = append(p.secrets, s.inputSecrets(files, refFiles, spec)...)
-		p = s.redacted(p, p.secrets)
+		secrets = append(secrets, s.inputSecrets(files, refFiles, spec)...)
+		p.redactor = s.Masker.Redactor(secrets)
+		p = s.redacted(p, p.redactor)
 		if cacheableRender(out) && !refs.unread {
 			s.renders.add(s.RenderCacheBytes, c.TeamID, key, p)
 		}
@@ -351,19 +358,19 @@ func isValuesFile(name string) bool {
 	return strings.HasPrefix(base, "values") && (ext == ".yaml" || ext == ".yml" || ext == ".json") && base != "values.schema.json"
 }
 
-// redacted returns part with secrets cut from its error and notes.
-func (s *RepoView) redacted(part SourceManifests, secrets []string) SourceManifests {
-	if len(secrets) == 0 {
+// redacted returns part with r's secrets cut from its error and notes.
+func (s *RepoView) redacted(part SourceManifests, r Redactor) SourceManifests {
+	if r == nil {
 		return part
 	}
 	if part.Error != nil {
 		e := *part.Error
-		e.Message = s.Masker.Redact(e.Message, secrets)
+		e.Message = r.Redact(e.Message)
 		part.Error = &e
 	}
 	notes := make([]string, len(part.Notes))
 	for i, n := range part.Notes {
-		notes[i] = s.Masker.Redact(n, secrets)
+		notes[i] = r.Redact(n)
 	}
 	part.Notes = notes
 	return part
@@ -379,13 +386,13 @@ func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, ap
 	for _, src := range m.Sources {
 		// The request's redaction set covers every line besides the
 		// masked manifests themselves.
-		b.WriteString(s.Masker.Redact("# "+src.RepoURL+" "+src.Path+" @ "+shortCommit(src.Commit)+" ("+src.SourceType+")", m.secrets) + "\n")
+		b.WriteString(m.redactor.Redact("# "+src.RepoURL+" "+src.Path+" @ "+shortCommit(src.Commit)+" ("+src.SourceType+")") + "\n")
 		if src.Error != nil {
 			msg := src.Error.Message
 			if src.Error.Code == ReasonRenderBusy {
 				msg = renderBusyText(lang)
 			}
-			b.WriteString(s.Masker.Redact("# "+src.Error.Code+": "+msg, m.secrets) + "\n")
+			b.WriteString(m.redactor.Redact("# "+src.Error.Code+": "+msg) + "\n")
 			continue
 		}
 		b.WriteString(src.Manifests)

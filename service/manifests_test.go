@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,8 +52,19 @@ type maskAll struct{}
 
 func (maskAll) File(_ string, b []byte) MaskedText { return maskHunter(b) }
 func (maskAll) Manifests(b []byte) MaskedText      { return maskHunter(b) }
-func (maskAll) Redact(text string, secrets []string) string {
-	for _, s := range secrets {
+func (maskAll) Redactor(secrets []string, join ...Redactor) Redactor {
+	r := hunterRedactor(slices.Clone(secrets))
+	for _, j := range join {
+		r = append(r, j.(hunterRedactor)...)
+	}
+	return r
+}
+
+// hunterRedactor cuts its secrets by replacing them.
+type hunterRedactor []string
+
+func (r hunterRedactor) Redact(text string) string {
+	for _, s := range r {
 		text = strings.ReplaceAll(text, s, "<masked>")
 	}
 	return text
@@ -163,5 +175,51 @@ func TestManifestNotesAreCutOfTheRequestsSecrets(t *testing.T) {
 	}
 	if n := m.Sources[0].Notes[0]; n != "a note quoting <masked>" {
 		t.Errorf("note = %q", n)
+	}
+}
+
+// compileCounter is maskAll counting the sets it compiles (Redactor with
+// secrets) apart from the joins (Redactor without).
+type compileCounter struct {
+	maskAll
+	compiled, joined *atomic.Int32
+}
+
+func (c compileCounter) Redactor(secrets []string, join ...Redactor) Redactor {
+	if secrets == nil {
+		c.joined.Add(1)
+	} else {
+		c.compiled.Add(1)
+	}
+	return c.maskAll.Redactor(secrets, join...)
+}
+
+// A render's redaction set is compiled once, with the render, and reused
+// from the cache: a request only joins the sets of its sources, however
+// many notes and tool lines it cuts them from.
+func TestRenderRedactorIsCompiledOncePerRender(t *testing.T) {
+	const repo = "https://github.com/org/gitops"
+	src := AppSource{RepoURL: repo, Path: "apps/web", Spec: json.RawMessage(`{"path":"apps/web"}`)}
+	web := Application{ID: "web", Name: "web", Namespace: "argocd", Sources: []AppSource{src},
+		Sync: AppSync{Revision: "abc", ComparedTo: []AppSource{src}}}
+	cache, err := NewSnapshotCache(listApps{apps: []Application{web}}, 4, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &oneCluster{c: Cluster{ID: "c1", TeamID: "t1", AccessLevel: AccessFull, GitOpsRepo: repo}}
+	masker := compileCounter{compiled: new(atomic.Int32), joined: new(atomic.Int32)}
+	view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
+		Masker: masker, Renderer: notingRenderer{}, ManifestMasker: maskAll{}}
+	for range 3 {
+		answer, err := view.ManifestsTool(context.Background(), Principal{TeamID: "t1"}, "c1", "web", "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(answer.Text, "hunter2") {
+			t.Errorf("answer holds the secret:\n%s", answer.Text)
+		}
+	}
+	if c, j := masker.compiled.Load(), masker.joined.Load(); c != 1 || j != 3 {
+		t.Errorf("compiled %d sets and joined %d, want 1 compiled (the render's) and 3 joins (one per request)", c, j)
 	}
 }

@@ -73,8 +73,18 @@ func (r realMasker) Manifests(b []byte) service.MaskedText {
 	return service.MaskedText{Content: res.Content, Secrets: res.Redactions}
 }
 
-func (realMasker) Redact(text string, secrets []string) string {
-	return mask.Redactions(secrets).Apply(text)
+func (realMasker) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
+	return joinRedactors(secrets, join)
+}
+
+// joinRedactors compiles secrets and joins the redactors given, as the
+// server does (cmd/kukie-server).
+func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
+	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
+	for _, j := range join {
+		rs = append(rs, j)
+	}
+	return mask.Join(rs...)
 }
 
 func TestRenderErrorsAreCutOfTheRequestsSecrets(t *testing.T) {

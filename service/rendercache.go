@@ -152,14 +152,21 @@ func (c *renderCache) held() (total int64, byTeam map[string]int64) {
 	return c.total, byTeam
 }
 
+// sizedRedactor is a Redactor that knows the memory it keeps (the mask
+// package's compiled sets): the cache counts it with the render it belongs
+// to, since a tenant decides how many values a render masks.
+type sizedRedactor interface {
+	Bytes() int64
+}
+
 // renderSize is what an entry keeps alive: its texts and its bookkeeping.
 func renderSize(key string, p SourceManifests) int64 {
 	n := renderEntryOverhead + len(key) + len(p.RepoURL) + len(p.Path) + len(p.Commit) + len(p.SourceType) + len(p.Manifests)
 	for _, s := range p.Notes {
 		n += 16 + len(s)
 	}
-	for _, s := range p.secrets {
-		n += 16 + len(s)
+	if r, ok := p.redactor.(sizedRedactor); ok {
+		n += int(r.Bytes())
 	}
 	if p.Error != nil {
 		n += len(p.Error.Code) + len(p.Error.Message)

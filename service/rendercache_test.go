@@ -185,3 +185,20 @@ func TestManifestsLoadDependentFailuresNotCached(t *testing.T) {
 		})
 	}
 }
+
+// sizedStub is a redactor that says how much it keeps.
+type sizedStub struct{ n int64 }
+
+func (sizedStub) Redact(text string) string { return text }
+func (s sizedStub) Bytes() int64            { return s.n }
+
+// An entry's size counts the compiled redaction set kept with it: a tenant
+// decides how many values a render masks.
+func TestRenderSizeCountsTheRedactor(t *testing.T) {
+	p := SourceManifests{Manifests: "kind: Secret\n"}
+	plain := renderSize("k", p)
+	p.redactor = sizedStub{n: 5 << 20}
+	if got := renderSize("k", p); got != plain+5<<20 {
+		t.Errorf("renderSize with a 5 MiB redactor = %d, want %d", got, plain+5<<20)
+	}
+}

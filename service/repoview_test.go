@@ -35,8 +35,8 @@ func (m upperMasker) File(_ string, b []byte) MaskedText {
 	return maskHunter(b)
 }
 
-func (upperMasker) Redact(text string, secrets []string) string {
-	return maskAll{}.Redact(text, secrets)
+func (upperMasker) Redactor(secrets []string, join ...Redactor) Redactor {
+	return maskAll{}.Redactor(secrets, join...)
 }
 
 func repoView(c Cluster, f RepoFetcher) *RepoView {

@@ -95,8 +95,14 @@ func (f fileMasker) File(path string, content []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-func (fileMasker) Redact(text string, secrets []string) string {
-	return mask.Redactions(secrets).Apply(text)
+// Redactor compiles secrets once (a render's set is cached with the
+// render) and joins the request's other sets without compiling them again.
+func (fileMasker) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
+	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
+	for _, j := range join {
+		rs = append(rs, j)
+	}
+	return mask.Join(rs...)
 }
 
 type manifestMasker struct{ m *mask.Masker }
