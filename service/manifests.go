@@ -41,6 +41,12 @@ type RenderOutput struct {
 	Code       string
 	Reason     string
 	Message    string
+	// Masked reports that the renderer masked Manifests, Notes and Message
+	// itself (the render child, under its limits), and Secrets are the
+	// values it masked; otherwise the service masks the output
+	// (ManifestMasker) and the message.
+	Masked  bool
+	Secrets []string
 }
 
 // ManifestRenderer renders a source (the render package, in a child
@@ -278,17 +284,24 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		case err != nil:
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
 			return p, nil // a failure to run is not cached
+		case out.Code != "" && out.Masked:
+			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
 		case out.Code != "":
 			// A tool's message may quote a template's values: masked, and
 			// cut of every secret masked in the source's inputs.
 			msg := s.Masker.File("render-error.txt", []byte(out.Message))
 			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
 			secrets = append(secrets, msg.Secrets...)
+		case out.Masked:
+			// Masked in the child, under its limits: masking again here
+			// would spend the server's memory and CPU on a tenant's output.
+			p.SourceType, p.Manifests = out.SourceType, string(out.Manifests)
 		default:
 			m := s.ManifestMasker.Manifests(out.Manifests)
 			p.SourceType, p.Manifests = out.SourceType, string(m.Content)
 			secrets = append(secrets, m.Secrets...)
 		}
+		secrets = append(secrets, out.Secrets...)
 		if out.Notes != nil {
 			p.Notes = slices.Clone(out.Notes)
 		}
