@@ -50,6 +50,35 @@ const (
 	maxRedactionBytes = 128 << 10
 )
 
+// Bounded returns r cut to what a compiled set's bounds can tell apart, for
+// a process that sends its set to another (a render child): r itself when it
+// is within maxRedactions and maxRedactionBytes, else its first values up
+// to one past a bound (the last cut to one byte past the byte bound), which
+// still overflows when compiled, so the receiver's set fails closed as r's
+// would. At most maxRedactions+1 values and maxRedactionBytes+minSecretLen
+// bytes.
+func (r Redactions) Bounded() Redactions {
+	var out Redactions
+	n, size := 0, 0
+	for _, v := range r {
+		if len(v) < minSecretLen {
+			continue
+		}
+		n, size = n+1, size+len(v)
+		if n > maxRedactions {
+			return append(out, v)
+		}
+		if size > maxRedactionBytes {
+			// One byte past the bound, and never shorter than a value
+			// Compile keeps.
+			keep := max(len(v)-(size-maxRedactionBytes)+1, minSecretLen)
+			return append(out, v[:keep])
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // redactorBytesPerValueByte estimates what a compiled set keeps per byte of
 // its values: four forms (the value, two base64 spellings, the JSON escape:
 // ~3.7 times its length) at ~17 bytes per automaton state. At

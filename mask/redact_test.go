@@ -179,3 +179,36 @@ func TestRedactorBytes(t *testing.T) {
 		t.Error("a nil Redactor keeps something")
 	}
 }
+
+// TestRedactionsBounded: a set within the bounds is sent whole; one past
+// either bound is cut short but still fails closed once compiled, and what
+// is sent stays small.
+func TestRedactionsBounded(t *testing.T) {
+	small := mask.Redactions{"hunter2-value", "short", "another-secret"}
+	if got := small.Bounded(); len(got) != 2 || got.Apply("x hunter2-value y") != "x <masked> y" {
+		t.Errorf("Bounded() of a small set = %q", got)
+	}
+	many := make(mask.Redactions, 50_000)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%05d", i) // 6 bytes: the value bound binds first
+	}
+	huge := mask.Redactions{strings.Repeat("a", 100<<10), strings.Repeat("b", 100<<10), strings.Repeat("c", 1<<20)}
+	for name, r := range map[string]mask.Redactions{"TooMany": many, "TooLarge": huge} {
+		t.Run(name, func(t *testing.T) {
+			if got := r.Compile().Redact("nothing secret"); got != mask.Marker {
+				t.Fatalf("the full set does not fail closed: %q", got)
+			}
+			b := r.Bounded()
+			size := 0
+			for _, v := range b {
+				size += len(v)
+			}
+			if len(b) > 10_001 || size > 128<<10+6 {
+				t.Errorf("Bounded() keeps %d values, %d bytes", len(b), size)
+			}
+			if got := b.Compile().Redact("nothing secret"); got != mask.Marker {
+				t.Errorf("the bounded set does not fail closed: %q", got)
+			}
+		})
+	}
+}

@@ -67,6 +67,9 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 	saved := os.Stdout
 	os.Stdout = os.Stderr
 	res := Render(req)
+	if req.Mask {
+		res = maskResult(res)
+	}
 	os.Stdout = saved
 	if err := json.NewEncoder(stdout).Encode(res); err != nil {
 		return 1

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,46 @@ func TestRunChildStreamsLargeTrees(t *testing.T) {
 		t.Fatalf("child render failed: %v", res.Error)
 	}
 	assertGolden(t, "kustomize_overlay", res.Manifests)
+}
+
+// A child asked to mask (Request.Mask, as the server always asks) returns
+// its manifests masked, with the values it masked in Secrets for the server
+// to cut from its other texts; a child not asked returns them as rendered.
+func TestRunChildMasks(t *testing.T) {
+	const value = "s3cr3t-Pa55word-42"
+	files := map[string][]byte{"app/secret.yaml": []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: " + value + "}\n")}
+	res := runInChild(t, Request{Files: files, Source: Source{Path: "app"}, Mask: true}, Limits{Timeout: time.Minute})
+	if res.Error != nil {
+		t.Fatal(res.Error)
+	}
+	if !res.Masked || !slices.Contains(res.Secrets, value) {
+		t.Errorf("Masked %v, Secrets %q: want the masked value in Secrets", res.Masked, res.Secrets)
+	}
+	assertNotContains(t, string(res.Manifests), value)
+	assertContains(t, string(res.Manifests), "password: <masked>")
+
+	plain := runInChild(t, Request{Files: files, Source: Source{Path: "app"}}, Limits{Timeout: time.Minute})
+	if plain.Masked || plain.Secrets != nil || !strings.Contains(string(plain.Manifests), value) {
+		t.Errorf("unmasked render: Masked %v, Secrets %q, manifests:\n%s", plain.Masked, plain.Secrets, plain.Manifests)
+	}
+}
+
+// A child's error message is masked too: a chart's fail quoting a token
+// does not carry the value out, and the value joins Secrets.
+func TestRunChildMasksErrors(t *testing.T) {
+	const token = "ghp_4x9QkR2mZ7bT1vW8nY3pL6sD0fH5jK2aC9eU" // gitleaks' github-pat shape
+	files := map[string][]byte{
+		"chart/Chart.yaml":        []byte("apiVersion: v2\nname: failing\nversion: 0.1.0\n"),
+		"chart/values.yaml":       []byte("token: " + token + "\n"),
+		"chart/templates/cm.yaml": []byte("{{ fail (printf \"bad token %s\" .Values.token) }}\n"),
+	}
+	res := runInChild(t, Request{Files: files, AppName: "failing", Source: Source{Path: "chart"}, Mask: true}, Limits{Timeout: time.Minute})
+	if res.Error == nil {
+		t.Fatalf("render succeeded:\n%s", res.Manifests)
+	}
+	assertContains(t, res.Error.Message, "bad token")
+	assertNotContains(t, res.Error.Message, token)
+	if !res.Masked || !slices.Contains(res.Secrets, token) {
+		t.Errorf("Masked %v, Secrets %q: want the token in Secrets", res.Masked, res.Secrets)
+	}
 }

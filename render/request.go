@@ -55,6 +55,10 @@ type Request struct {
 	APIVersions []string `json:"apiVersions,omitempty"`
 	// KustomizeBuildOptions is argocd-cm's kustomize.buildOptions.
 	KustomizeBuildOptions string `json:"kustomizeBuildOptions,omitempty"`
+	// Mask asks the child to mask what it returns (ChildMain): the
+	// manifests, its error message and notes, so masking a tenant's output
+	// runs under the child's limits rather than in the server's heap.
+	Mask bool `json:"mask,omitempty"`
 }
 
 // Source is the subset of Argo CD's ApplicationSource that rendering reads.
@@ -129,6 +133,12 @@ type Result struct {
 	SourceType string   `json:"sourceType,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
 	Error      *Error   `json:"error,omitempty"`
+	// Masked reports that Manifests, Notes and Error's message are masked
+	// (Request.Mask), and Secrets are the values masking replaced
+	// (mask.Redactions.Bounded: past the bounds of a compiled set, a set
+	// that still overflows), for the caller to cut from its other texts.
+	Masked  bool     `json:"masked,omitempty"`
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Error is why a render failed.

@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"maps"
-	"path"
 	"slices"
 	"strings"
 )
@@ -41,6 +39,12 @@ type RenderOutput struct {
 	Code       string
 	Reason     string
 	Message    string
+	// Masked reports that the renderer masked Manifests, Notes and Message
+	// itself (the render child, under its limits), and Secrets are the
+	// values it masked; otherwise the service masks the output
+	// (ManifestMasker) and the message.
+	Masked  bool
+	Secrets []string
 }
 
 // ManifestRenderer renders a source (the render package, in a child
@@ -278,17 +282,24 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		case err != nil:
 			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
 			return p, nil // a failure to run is not cached
+		case out.Code != "" && out.Masked:
+			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
 		case out.Code != "":
 			// A tool's message may quote a template's values: masked, and
 			// cut of every secret masked in the source's inputs.
 			msg := s.Masker.File("render-error.txt", []byte(out.Message))
 			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
 			secrets = append(secrets, msg.Secrets...)
+		case out.Masked:
+			// Masked in the child, under its limits: masking again here
+			// would spend the server's memory and CPU on a tenant's output.
+			p.SourceType, p.Manifests = out.SourceType, string(out.Manifests)
 		default:
 			m := s.ManifestMasker.Manifests(out.Manifests)
 			p.SourceType, p.Manifests = out.SourceType, string(m.Content)
 			secrets = append(secrets, m.Secrets...)
 		}
+		secrets = append(secrets, out.Secrets...)
 		if out.Notes != nil {
 			p.Notes = slices.Clone(out.Notes)
 		}
@@ -301,61 +312,6 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		return p, nil
 	})
 	return v.(SourceManifests)
-}
-
-// maxInputScan bounds the bytes of a source's inputs masked to learn their
-// secrets.
-const maxInputScan = 2 << 20
-
-// inputSecrets masks a source's inputs — the values files under its path
-// (subcharts' included), the value files it names (in ref sources too), its
-// own spec (inline values, parameters) — and returns the secrets found, for
-// the request to cut from the texts it returns besides the masked files.
-// What the templates and kustomizations produce is in the rendered output,
-// whose secrets the masked output brings.
-func (s *RepoView) inputSecrets(files map[string][]byte, refFiles map[string]map[string][]byte, spec json.RawMessage) []string {
-	var src struct {
-		Path string `json:"path"`
-		Helm struct {
-			ValueFiles []string `json:"valueFiles"`
-		} `json:"helm"`
-	}
-	_ = json.Unmarshal(spec, &src) // an unreadable spec is still masked below
-	secrets := s.Masker.File("source.json", spec).Secrets
-	budget := maxInputScan
-	scan := func(name string, body []byte) {
-		if len(body) > budget || isBinary(body) {
-			return
-		}
-		budget -= len(body)
-		secrets = append(secrets, s.Masker.File(name, body).Secrets...)
-	}
-	dir := path.Clean(strings.Trim(src.Path, "/"))
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if (dir == "." || strings.HasPrefix(name, dir+"/")) && isValuesFile(name) {
-			scan(name, files[name])
-		}
-	}
-	for _, vf := range src.Helm.ValueFiles {
-		if ref, rest, ok := strings.Cut(strings.TrimPrefix(vf, "$"), "/"); ok && strings.HasPrefix(vf, "$") {
-			if body, ok := refFiles[ref][path.Clean(rest)]; ok {
-				scan(rest, body)
-			}
-		} else if name := path.Join(dir, vf); !isValuesFile(name) || dir != "." && !strings.HasPrefix(name, dir+"/") {
-			if body, ok := files[name]; ok {
-				scan(name, body) // not scanned above
-			}
-		}
-	}
-	return secrets
-}
-
-// isValuesFile reports a Helm values file by its name: values.yaml,
-// values-prod.yaml, values.json.
-func isValuesFile(name string) bool {
-	base := strings.ToLower(path.Base(name))
-	ext := path.Ext(base)
-	return strings.HasPrefix(base, "values") && (ext == ".yaml" || ext == ".yml" || ext == ".json") && base != "values.schema.json"
 }
 
 // redacted returns part with r's secrets cut from its error and notes.

@@ -81,7 +81,8 @@ type RepoView struct {
 	Fetcher  RepoFetcher // nil: the repo tab is not configured (repo_unreachable)
 	Masker   SecretMasker
 	// Renderer renders apps' sources and ManifestMasker masks the output
-	// (nil Renderer: manifests are not available).
+	// the renderer did not mask itself (RenderOutput.Masked; nil Renderer:
+	// manifests are not available).
 	Renderer       ManifestRenderer
 	ManifestMasker ManifestMasker
 	// Charts downloads charts of Helm-repository sources (nil: such

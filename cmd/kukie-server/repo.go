@@ -21,10 +21,10 @@ import (
 // Render limits of the child process besides KUKIE_RENDER_TIMEOUT and its
 // memory share (renderChildLimits). The output cap is of the child's JSON
 // (its YAML base64-encoded: 12 MiB of YAML, above the largest charts with
-// CRDs). The server masks that YAML while the render holds its slot, which
-// takes 7 times the YAML (one large value) to 36 times (many small
-// documents) besides the decoded and masked copies, so every MiB of the
-// cap costs up to ~38 MiB per render in flight (docs/operations.md).
+// CRDs). The child masks that YAML itself, under its memory share and the
+// timeout (masking takes 7 times the YAML for one large value to 36 times
+// for many small documents), so the server holds only the masked output
+// (docs/operations.md, "Render bounds").
 const (
 	renderMaxOutput = 16 << 20
 	gitFetchTimeout = 2 * time.Minute
@@ -112,7 +112,10 @@ func (f manifestMasker) Manifests(yaml []byte) service.MaskedText {
 	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
 }
 
-// childRenderer renders in a child process of this binary.
+// childRenderer renders in a child process of this binary, which masks its
+// output, error and notes under its limits (render.Request.Mask): a
+// tenant's output that is costly to mask costs that render, not the
+// server's heap. manifestMasker stays for renderers that do not mask.
 type childRenderer struct {
 	binary string
 	limits render.Limits
@@ -127,11 +130,14 @@ func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (serv
 	}
 	res, err := render.RunChild(ctx, r.binary, []string{"render"}, render.Request{Files: in.Files, RefFiles: in.RefFiles,
 		Source: src, AppName: in.AppName, Namespace: in.Namespace, KustomizeBuildOptions: in.KustomizeBuildOptions,
-		KubeVersion: in.KubeVersion, APIVersions: in.APIVersions}, r.limits)
+		KubeVersion: in.KubeVersion, APIVersions: in.APIVersions, Mask: true}, r.limits)
 	if err != nil {
 		return service.RenderOutput{}, err
 	}
-	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes}
+	// The child masks what it returns; a result the parent made (a timeout,
+	// a child that died) is not masked, and the service masks its message.
+	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes,
+		Masked: res.Masked, Secrets: res.Secrets}
 	if res.Error != nil {
 		out.Code, out.Reason, out.Message = res.Error.Code, renderReason(res.Error.Reason), res.Error.Message
 	}
