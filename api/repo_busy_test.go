@@ -56,7 +56,7 @@ func TestManifestsRenderBusy(t *testing.T) {
 	}
 	queue := service.NewRenderQueue(1, 10*time.Second, service.RenderQueueOptions{Timer: expiredTimer})
 	argo := &service.ArgoCD{Clusters: db, Cache: cache}
-	view := &service.RepoView{Clusters: db, ArgoCD: argo, Masker: maskedFiles{m}, ManifestMasker: maskedFiles{m},
+	view := &service.RepoView{Clusters: db, ArgoCD: argo, Masker: mask.ForService{M: m}, ManifestMasker: mask.ForService{M: m},
 		Renderer: renderHere{}, Queue: queue,
 		Fetcher: &gitrepo.ClusterRepos{Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: git.Client()})}}
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)

@@ -42,32 +42,6 @@ func (renderHere) Render(_ context.Context, in service.RenderInput) (service.Ren
 	return out, nil
 }
 
-type maskedFiles struct{ m *mask.Masker }
-
-func (f maskedFiles) File(p string, b []byte) service.MaskedText {
-	r := f.m.File(p, b)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
-func (f maskedFiles) Manifests(b []byte) service.MaskedText {
-	r := f.m.Manifests(b)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
-func (maskedFiles) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
-	return joinRedactors(secrets, join)
-}
-
-// joinRedactors compiles secrets and joins the redactors given, as the
-// server does (cmd/kukie-server).
-func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
-	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
-	for _, j := range join {
-		rs = append(rs, j)
-	}
-	return mask.Join(rs...)
-}
-
 // TestRepoRoutesValidate: the repo tab's routes and tools over a real Git
 // server, every answer validated against the OpenAPI document.
 func TestRepoRoutesValidate(t *testing.T) {
@@ -103,7 +77,7 @@ func TestRepoRoutesValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	argo := &service.ArgoCD{Clusters: db, Cache: cache}
-	view := &service.RepoView{Clusters: db, ArgoCD: argo, Masker: maskedFiles{m}, ManifestMasker: maskedFiles{m},
+	view := &service.RepoView{Clusters: db, ArgoCD: argo, Masker: mask.ForService{M: m}, ManifestMasker: mask.ForService{M: m},
 		Renderer: renderHere{}, Fetcher: &gitrepo.ClusterRepos{Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: git.Client()})}}
 	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {

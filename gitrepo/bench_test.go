@@ -29,22 +29,6 @@ func (inProcessRenderer) Render(_ context.Context, in service.RenderInput) (serv
 	return out, nil
 }
 
-type maskFiles struct{ m *mask.Masker }
-
-func (f maskFiles) File(p string, b []byte) service.MaskedText {
-	r := f.m.File(p, b)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
-func (f maskFiles) Manifests(b []byte) service.MaskedText {
-	r := f.m.Manifests(b)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
-func (maskFiles) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
-	return joinRedactors(secrets, join)
-}
-
 // joinRedactors compiles secrets and joins the redactors given, as the
 // server does (cmd/kukie-server).
 func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
@@ -93,7 +77,7 @@ func BenchmarkRepoTab(b *testing.B) {
 				return service.RepoAuth{Token: "tok"}, nil
 			}}
 		return &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: repos,
-			Masker: maskFiles{m}, Renderer: inProcessRenderer{}, ManifestMasker: maskFiles{m}}
+			Masker: mask.ForService{M: m}, Renderer: inProcessRenderer{}, ManifestMasker: mask.ForService{M: m}}
 	}
 	p := service.Principal{TeamID: "t1"}
 	ctx := context.Background()

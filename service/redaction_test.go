@@ -59,34 +59,6 @@ func (renderHere) Render(_ context.Context, in service.RenderInput) (service.Ren
 	return out, nil
 }
 
-// realMasker is the mask package as the service sees it (cmd/kukie-server
-// wires the same).
-type realMasker struct{ m *mask.Masker }
-
-func (r realMasker) File(p string, b []byte) service.MaskedText {
-	res := r.m.File(p, b)
-	return service.MaskedText{Content: res.Content, Secrets: res.Redactions}
-}
-
-func (r realMasker) Manifests(b []byte) service.MaskedText {
-	res := r.m.Manifests(b)
-	return service.MaskedText{Content: res.Content, Secrets: res.Redactions}
-}
-
-func (realMasker) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
-	return joinRedactors(secrets, join)
-}
-
-// joinRedactors compiles secrets and joins the redactors given, as the
-// server does (cmd/kukie-server).
-func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
-	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
-	for _, j := range join {
-		rs = append(rs, j)
-	}
-	return mask.Join(rs...)
-}
-
 func TestRenderErrorsAreCutOfTheRequestsSecrets(t *testing.T) {
 	masker, err := mask.New()
 	if err != nil {
@@ -137,7 +109,7 @@ func TestRenderErrorsAreCutOfTheRequestsSecrets(t *testing.T) {
 			c := service.Cluster{ID: "c1", TeamID: "t1", AccessLevel: service.AccessFull, GitOpsRepo: repo, ArgoCDNamespace: "argocd"}
 			store := oneCluster{c: c}
 			view := &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: tree(files),
-				Masker: realMasker{masker}, ManifestMasker: realMasker{masker}, Renderer: renderHere{}}
+				Masker: mask.ForService{M: masker}, ManifestMasker: mask.ForService{M: masker}, Renderer: renderHere{}}
 			p := service.Principal{TeamID: "t1"}
 
 			// The value is in the raw render error: without the cut it
@@ -194,7 +166,7 @@ func TestRedactionSpansTheRequestsSources(t *testing.T) {
 	c := service.Cluster{ID: "c1", TeamID: "t1", AccessLevel: service.AccessFull, GitOpsRepo: repo, ArgoCDNamespace: "argocd"}
 	store := oneCluster{c: c}
 	view := &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: files,
-		Masker: realMasker{masker}, ManifestMasker: realMasker{masker}, Renderer: renderHere{}}
+		Masker: mask.ForService{M: masker}, ManifestMasker: mask.ForService{M: masker}, Renderer: renderHere{}}
 	p := service.Principal{TeamID: "t1"}
 	m, err := view.Manifests(context.Background(), p, "c1", "multi")
 	if err != nil || len(m.Sources) != 2 || m.Sources[1].Error == nil {

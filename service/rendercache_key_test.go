@@ -61,7 +61,7 @@ func TestRenderCacheKeyHoldsRefSourcesAndAppIdentity(t *testing.T) {
 		return &service.ArgoCD{Clusters: store, Cache: cache}
 	}
 	view := &service.RepoView{Clusters: store, Fetcher: fetcher,
-		Masker: realMasker{masker}, ManifestMasker: realMasker{masker}, Renderer: renderHere{}}
+		Masker: mask.ForService{M: masker}, ManifestMasker: mask.ForService{M: masker}, Renderer: renderHere{}}
 	p := service.Principal{TeamID: "t1"}
 	shows := func(t *testing.T, appID, want string) {
 		t.Helper()

@@ -69,7 +69,7 @@ func mustMaskTestView(t *testing.T, files map[string][]byte, lim render.Limits) 
 	}
 	store := maskTestCluster{c: service.Cluster{ID: "c1", TeamID: "t1", AccessLevel: service.AccessFull, GitOpsRepo: repo}}
 	return &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: maskTestTree(files),
-		Masker: fileMasker{m}, Renderer: childRenderer{binary: self, limits: lim}, ManifestMasker: manifestMasker{m}}
+		Masker: mask.ForService{M: m}, Renderer: childRenderer{binary: self, limits: lim}, ManifestMasker: mask.ForService{M: m}}
 }
 
 // maskingBomb is about n bytes of small documents, each with a Secret's

@@ -58,11 +58,11 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 	}
 	repos := &gitrepo.ClusterRepos{Fetcher: fetcher, Auth: storedRepoAuth(db, cfg.SecretKeys),
 		WithTeam: netguard.NewContextWithTeam, TeamOnly: guard.TeamOnly}
-	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: fileMasker{masker},
+	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: mask.ForService{M: masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
 		Renderer:       childRenderer{binary: exe, limits: limits},
-		ManifestMasker: manifestMasker{masker}}
+		ManifestMasker: mask.ForService{M: masker}}
 	return view, repos, nil
 }
 
@@ -80,42 +80,10 @@ func storedRepoAuth(db *store.DB, keys *secretbox.Keyring) func(context.Context,
 	}
 }
 
-// fileMasker and manifestMasker are the masker as the service sees it: the
-// masked text with the secrets removed, which the request cuts from its
-// other texts through Redact.
-type fileMasker struct{ m *mask.Masker }
-
-var (
-	_ service.SecretMasker   = fileMasker{}
-	_ service.ManifestMasker = manifestMasker{}
-)
-
-func (f fileMasker) File(path string, content []byte) service.MaskedText {
-	r := f.m.File(path, content)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
-// Redactor compiles secrets once (a render's set is cached with the
-// render) and joins the request's other sets without compiling them again.
-func (fileMasker) Redactor(secrets []string, join ...service.Redactor) service.Redactor {
-	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
-	for _, j := range join {
-		rs = append(rs, j)
-	}
-	return mask.Join(rs...)
-}
-
-type manifestMasker struct{ m *mask.Masker }
-
-func (f manifestMasker) Manifests(yaml []byte) service.MaskedText {
-	r := f.m.Manifests(yaml)
-	return service.MaskedText{Content: r.Content, Secrets: r.Redactions}
-}
-
 // childRenderer renders in a child process of this binary, which masks its
 // output, error and notes under its limits (render.Request.Mask): a
 // tenant's output that is costly to mask costs that render, not the
-// server's heap. manifestMasker stays for renderers that do not mask.
+// server's heap. The view's ManifestMasker stays for renderers that do not mask.
 type childRenderer struct {
 	binary string
 	limits render.Limits
