@@ -29,16 +29,6 @@ func (inProcessRenderer) Render(_ context.Context, in service.RenderInput) (serv
 	return out, nil
 }
 
-// joinRedactors compiles secrets and joins the redactors given, as the
-// server does (cmd/kukie-server).
-func joinRedactors(secrets []string, join []service.Redactor) service.Redactor {
-	rs := []mask.TextRedactor{mask.Redactions(secrets).Compile()}
-	for _, j := range join {
-		rs = append(rs, j)
-	}
-	return mask.Join(rs...)
-}
-
 type oneApp struct{ app service.Application }
 
 func (o oneApp) ListApplications(context.Context, service.Cluster) (service.AppRead, error) {
