@@ -190,20 +190,6 @@ func (o Options) limits() limits {
 		fetch: min(o.MaxFetchBytes, o.FetchMemoryBytes), files: o.MaxFiles}
 }
 
-type refusalKey struct {
-	identity, commit string
-	// via is how the commit was fetched: routeByID, or refRoute (the ref
-	// deepened), so a refusal of one ref's history is not another's.
-	via    string
-	limits limits
-}
-
-// refusal is a fetch refused by a limit: its error, and when.
-type refusal struct {
-	err error
-	at  time.Time
-}
-
 // New returns a Fetcher using opts' transports.
 func New(opts Options) *Fetcher {
 	opts = opts.withDefaults()
