@@ -227,30 +227,17 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 	if c.RenderSandbox, err = render.ParseSandboxMode(getenv("KUKIE_RENDER_SANDBOX")); err != nil {
 		return c, &configError{"KUKIE_RENDER_SANDBOX", "must be auto, seccomp or namespace"}
 	}
-	c.RenderCacheBytes = service.DefaultRenderCacheBytes
-	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CACHE_BYTES")); s != "" {
-		// A team's half holds at least one render of the largest kept.
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 2*service.MaxCachedRenderBytes {
-			return c, &configError{"KUKIE_RENDER_CACHE_BYTES", "must be a whole number of bytes, at least 16777216"}
-		}
-		c.RenderCacheBytes = n
+	// A team's half of the render cache holds at least one render of the
+	// largest kept.
+	if c.RenderCacheBytes, err = byteSize(getenv, "KUKIE_RENDER_CACHE_BYTES", service.DefaultRenderCacheBytes, 2*service.MaxCachedRenderBytes); err != nil {
+		return c, err
 	}
 	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
-	if s := strings.TrimSpace(getenv("KUKIE_REPO_CACHE_BYTES")); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1<<20 {
-			return c, &configError{"KUKIE_REPO_CACHE_BYTES", "must be a whole number of bytes, at least 1048576"}
-		}
-		c.RepoCacheBytes = n
+	if c.RepoCacheBytes, err = byteSize(getenv, "KUKIE_REPO_CACHE_BYTES", c.RepoCacheBytes, 1<<20); err != nil {
+		return c, err
 	}
-	c.RepoMaxFetchBytes = 1 << 30
-	if s := strings.TrimSpace(getenv("KUKIE_REPO_MAX_FETCH_BYTES")); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 1<<20 {
-			return c, &configError{"KUKIE_REPO_MAX_FETCH_BYTES", "must be a whole number of bytes, at least 1048576"}
-		}
-		c.RepoMaxFetchBytes = n
+	if c.RepoMaxFetchBytes, err = byteSize(getenv, "KUKIE_REPO_MAX_FETCH_BYTES", 1<<30, 1<<20); err != nil {
+		return c, err
 	}
 	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CONCURRENCY")); s != "" {
 		n, err := strconv.Atoi(s)
@@ -318,25 +305,6 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		}
 	}
 	return c, nil
-}
-
-func envOr(getenv func(string) string, name, def string) string {
-	if v := strings.TrimSpace(getenv(name)); v != "" {
-		return v
-	}
-	return def
-}
-
-func envBool(getenv func(string) string, name string) (bool, error) {
-	s := strings.TrimSpace(getenv(name))
-	if s == "" {
-		return false, nil
-	}
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, &configError{name, "must be true or false"}
-	}
-	return v, nil
 }
 
 // LogValue logs the configuration with secrets masked.

@@ -253,60 +253,43 @@ func TestConfigAllowedPrivateHostsByTeam(t *testing.T) {
 	}
 }
 
-// KUKIE_REPO_MAX_FETCH_BYTES defaults to 1 GiB, reads whole bytes and is
-// logged.
-func TestConfigRepoMaxFetchBytes(t *testing.T) {
+// The byte-size variables issue 19 added: KUKIE_REPO_MAX_FETCH_BYTES
+// defaults to 1 GiB and KUKIE_RENDER_CACHE_BYTES to 256 MiB (from 16 MiB:
+// two renders of the largest kept); each reads whole bytes and is logged.
+func TestConfigByteSizes(t *testing.T) {
 	env := map[string]string{
 		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
 		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
 	}
-	for _, c := range []struct {
+	type byteCase struct {
 		name, set string
 		want      int64
-	}{{"Default", "", 1 << 30}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}} {
-		t.Run(c.name, func(t *testing.T) {
-			env["KUKIE_REPO_MAX_FETCH_BYTES"] = c.set
-			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.RepoMaxFetchBytes != c.want {
-				t.Errorf("RepoMaxFetchBytes = %d, want %d", cfg.RepoMaxFetchBytes, c.want)
-			}
-			var logged strings.Builder
-			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
-			if want := fmt.Sprintf("config.repo_max_fetch_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
-				t.Errorf("logged %q, want %q in it", logged.String(), want)
-			}
-		})
 	}
-}
-
-// KUKIE_RENDER_CACHE_BYTES defaults to 256 MiB, reads whole bytes from
-// 16 MiB (two renders of the largest kept) and is logged.
-func TestConfigRenderCacheBytes(t *testing.T) {
-	env := map[string]string{
-		"KUKIE_DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/kukie",
-		"KUKIE_AUTH_HS256_SECRET": strings.Repeat("s", 32),
-	}
-	for _, c := range []struct {
-		name, set string
-		want      int64
-	}{{"Default", "", 256 << 20}, {"Set", " 134217728 ", 128 << 20}, {"Lowest", "16777216", 16 << 20}} {
-		t.Run(c.name, func(t *testing.T) {
-			env["KUKIE_RENDER_CACHE_BYTES"] = c.set
-			cfg, err := loadConfig(func(k string) string { return env[k] }, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.RenderCacheBytes != c.want {
-				t.Errorf("RenderCacheBytes = %d, want %d", cfg.RenderCacheBytes, c.want)
-			}
-			var logged strings.Builder
-			slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
-			if want := fmt.Sprintf("config.render_cache_bytes=%d", c.want); !strings.Contains(logged.String(), want) {
-				t.Errorf("logged %q, want %q in it", logged.String(), want)
-			}
-		})
+	for _, v := range []struct {
+		name, logKey string
+		field        func(config) int64
+		cases        []byteCase
+	}{
+		{"KUKIE_REPO_MAX_FETCH_BYTES", "repo_max_fetch_bytes", func(c config) int64 { return c.RepoMaxFetchBytes }, []byteCase{{"Default", "", 1 << 30}, {"Set", " 268435456 ", 256 << 20}, {"Lowest", "1048576", 1 << 20}}},
+		{"KUKIE_RENDER_CACHE_BYTES", "render_cache_bytes", func(c config) int64 { return c.RenderCacheBytes }, []byteCase{{"Default", "", 256 << 20}, {"Set", " 134217728 ", 128 << 20}, {"Lowest", "16777216", 16 << 20}}},
+	} {
+		for _, c := range v.cases {
+			t.Run(v.name+"/"+c.name, func(t *testing.T) {
+				env[v.name] = c.set
+				defer delete(env, v.name)
+				cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := v.field(cfg); got != c.want {
+					t.Errorf("%s %q = %d, want %d", v.name, c.set, got, c.want)
+				}
+				var logged strings.Builder
+				slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "config", cfg)
+				if want := fmt.Sprintf("config.%s=%d", v.logKey, c.want); !strings.Contains(logged.String(), want) {
+					t.Errorf("logged %q, want %q in it", logged.String(), want)
+				}
+			})
+		}
 	}
 }
