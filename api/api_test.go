@@ -22,12 +22,12 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kukie/gitops-server/auth"
-	"github.com/kukie/gitops-server/internal/authtest"
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/ownership"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 	"github.com/kukie/gitops-server/openapi"
-	"github.com/kukie/gitops-server/ownership"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -108,7 +108,7 @@ type awsDeps struct {
 func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDeps, extra ...service.Cluster) (*httptest.Server, *testclock.Clock) {
 	tb.Helper()
 	db, _ := pgtest.MustOpenDB(tb)
-	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	verifier, err := jwtauth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

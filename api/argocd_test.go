@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/internal/snstest"
-	"github.com/kukie/gitops-server/internal/testclock"
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 	"github.com/kukie/gitops-server/service"
 )
 

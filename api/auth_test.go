@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
 )
 
 func TestUnauthenticated(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/argocd"
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/argocd"
+	"github.com/kukie/gitops-server/internal/kube"
 	"github.com/kukie/gitops-server/service"
 )
 

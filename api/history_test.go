@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/service"
 )
 

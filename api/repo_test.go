@@ -12,12 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kukie/gitops-server/auth"
-	"github.com/kukie/gitops-server/gitrepo"
-	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/mask"
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/gitrepo"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/mask"
+	"github.com/kukie/gitops-server/internal/render"
+	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
 
@@ -79,7 +79,7 @@ func TestRepoRoutesValidate(t *testing.T) {
 	argo := &service.ArgoCD{Clusters: db, Cache: cache}
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Masker: mask.ForService{M: m}, ManifestMasker: mask.ForService{M: m},
 		Renderer: renderHere{}, Fetcher: &gitrepo.ClusterRepos{Fetcher: gitrepo.New(gitrepo.Options{HTTPClient: git.Client()})}}
-	verifier, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	verifier, err := jwtauth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

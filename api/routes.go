@@ -76,8 +76,9 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 	}
 }
 
-// Endpoint describes one route of the API surface for tools and tests
-// outside this package (the tenancy matrix walks every one of them).
+// Endpoint describes one route of the API surface. With Surface it is a
+// documented hook for tests outside this package: the tenancy matrix of
+// cmd/kukie-server walks every route through the built binary.
 type Endpoint struct {
 	Method, Pattern string
 	// Public routes need no token.
@@ -90,7 +91,8 @@ type Endpoint struct {
 	Asset bool
 }
 
-// Surface lists every route as routes declares it.
+// Surface lists every route as routes declares it (a hook for tests; see
+// Endpoint).
 func Surface() []Endpoint {
 	var out []Endpoint
 	for _, r := range routes(Deps{}, nil) {

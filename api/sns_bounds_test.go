@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kukie/gitops-server/internal/snstest"
+	"github.com/kukie/gitops-server/internal/sns"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 )
 
 // The SNS webhook's bounds on outbound connections, counted at the SNS

@@ -18,14 +18,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kukie/gitops-server/auth"
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/snstest"
-	"github.com/kukie/gitops-server/internal/tcpproxy"
-	"github.com/kukie/gitops-server/internal/testclock"
-	"github.com/kukie/gitops-server/jobs"
+	"github.com/kukie/gitops-server/internal/jobs"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/sns"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
+	"github.com/kukie/gitops-server/internal/testkit/tcpproxy"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
 )
 
@@ -161,7 +161,7 @@ func newSNSFixture(t *testing.T, o snsOptions) *snsFixture {
 		t.Fatal(err)
 	}
 	f.switches.Trigger = f.queue
-	tokens, err := auth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	tokens, err := jwtauth.NewHS256(testSecret, testIssuer, testAudience, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kukie/gitops-server/internal/snstest"
-	"github.com/kukie/gitops-server/internal/tcpproxy"
+	"github.com/kukie/gitops-server/internal/sns"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
+	"github.com/kukie/gitops-server/internal/testkit/tcpproxy"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 )
 
 // The SNS webhook's tests run the real wiring in process: signed messages

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kukie/gitops-server/internal/awsfake"
+	"github.com/kukie/gitops-server/internal/testkit/awsfake"
 	"github.com/kukie/gitops-server/service"
 )
 

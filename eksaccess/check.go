@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/kube"
 	"github.com/kukie/gitops-server/service"
 )
 

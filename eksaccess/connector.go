@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/client-go/rest"
 
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/kube"
 	"github.com/kukie/gitops-server/service"
 )
 

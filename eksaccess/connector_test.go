@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/client-go/rest"
 
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 	"github.com/kukie/gitops-server/service"
 )
 

@@ -11,7 +11,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/kube"
 	"github.com/kukie/gitops-server/service"
 )
 

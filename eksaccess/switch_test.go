@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kukie/gitops-server/internal/awsfake"
-	"github.com/kukie/gitops-server/internal/awsfake/ekssim"
-	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/awsfake"
+	"github.com/kukie/gitops-server/internal/testkit/ekssim"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/service"
 )
 

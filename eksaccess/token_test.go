@@ -18,7 +18,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 )
 
 // allowedTokenQuery is what aws-iam-authenticator accepts in a token's URL.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/kukie/gitops-server/internal/pgnumeric"
+	"github.com/kukie/gitops-server/internal/testkit/pgnumeric"
 )
 
 func TestNormalizePayload(t *testing.T) {

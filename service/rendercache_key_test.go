@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/mask"
+	"github.com/kukie/gitops-server/internal/mask"
 	"github.com/kukie/gitops-server/service"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 )
 
 // A team holds at most ⌈N/2⌉ slots at all times, whether or not another

@@ -209,7 +209,7 @@ func Fingerprint(a RepoAuth) (string, error) {
 	return "", Errorf(EVALIDATION, "Unknown repository auth type %q.", a.Type)
 }
 
-// Sealer encrypts secrets for storage; *secretbox.Keyring implements it.
+// Sealer encrypts secrets for storage; *keyring.Keyring implements it.
 // aad binds a value to where it belongs: Open with other aad fails.
 type Sealer interface {
 	Seal(plaintext []byte, aad ...string) (string, error)

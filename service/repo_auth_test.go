@@ -19,22 +19,22 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/keyring"
 	"github.com/kukie/gitops-server/service"
 )
 
-var _ service.Sealer = (*secretbox.Keyring)(nil)
+var _ service.Sealer = (*keyring.Keyring)(nil)
 
 const testToken = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
-func testKeyring(tb testing.TB, spec string) *secretbox.Keyring {
+func testKeyring(tb testing.TB, spec string) *keyring.Keyring {
 	tb.Helper()
 	var entries []string
 	for _, id := range strings.Split(spec, ",") {
-		key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), secretbox.KeySize))
+		key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), keyring.KeySize))
 		entries = append(entries, id+":"+key)
 	}
-	k, err := secretbox.ParseKeys(strings.Join(entries, ","))
+	k, err := keyring.ParseKeys(strings.Join(entries, ","))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 )
 
 // countingReader counts reads; while gate is non-nil each read waits on it.

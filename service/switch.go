@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"time"
-
-	"github.com/kukie/gitops-server/sns"
 )
 
 // SwitchStep is one AWS call of a level switch, in call order.
@@ -125,7 +123,7 @@ type PendingSubscription struct {
 	// verified yet: its confirmation verifies it first (as of ReceivedAt).
 	// nil for one verified on receipt (an allowed topic's, or a pending one
 	// an earlier version kept).
-	Envelope *sns.Message
+	Envelope *SNSMessage
 }
 
 // AccountSwitchState is an account's switch bookkeeping, which Account

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/kukie/gitops-server/sns"
 )
 
 // SwitchTrigger starts reconcile jobs atomically with what asks for them:
@@ -312,7 +310,12 @@ func (s *Switches) ConfirmTopics(ctx context.Context, a Account) {
 		return
 	}
 	for _, topic := range a.NotificationARNs {
-		if !ownTopic(a, topic) {
+		own, err := s.ownTopic(ctx, a, topic)
+		if err != nil {
+			s.log().Warn("pending SNS subscriptions not confirmed yet", "team", a.TeamID, "account", a.ID, "error", err)
+			continue
+		}
+		if !own {
 			continue // the webhook refuses this topic's messages: never subscribe to it
 		}
 		n, err := s.Trigger.ConfirmPending(ctx, topic, s.now())
@@ -328,11 +331,11 @@ func (s *Switches) ConfirmTopics(ctx context.Context, a Account) {
 }
 
 // ownTopic reports whether topic is in the account's own AWS account and
-// partition: the only topics whose messages the webhook takes
-// (SwitchStore.AllowedTopic applies the same rule).
-func ownTopic(a Account, topic string) bool {
-	t, err := sns.ParseTopicARN(topic)
-	return err == nil && t.Account == a.AWSAccountID && t.Partition == a.Partition
+// partition and listed by it: the only topics whose messages the webhook
+// takes. The rule has one home, SwitchStore.AllowedTopic.
+func (s *Switches) ownTopic(ctx context.Context, a Account, topic string) (bool, error) {
+	teamID, accountID, found, err := s.Store.AllowedTopic(ctx, topic)
+	return found && teamID == a.TeamID && accountID == a.ID, err
 }
 
 // Resubscribed is told that a subscription of topic was confirmed: an

@@ -5,16 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/kukie/gitops-server/sns"
 )
-
-// SNSVerifier checks that an SNS delivery is authentic and fresh
-// (sns.Verifier): CheckOffline without the network, Verify completely.
-type SNSVerifier interface {
-	CheckOffline(m sns.Message) error
-	Verify(ctx context.Context, m sns.Message) error
-}
 
 // MaxDeferredBody bounds the body of a SubscriptionConfirmation kept
 // unverified: SNS's are under 2 KiB (a fixed sentence, a 256-digit token,
@@ -38,7 +29,7 @@ const (
 // Delivery is the outcome of one SNS delivery.
 type Delivery struct {
 	Verdict string `json:"verdict"`
-	// Reason refines the verdict (sns.Reason values, or why it was ignored).
+	// Reason refines the verdict (the SNS adapter's reasons, or why it was ignored).
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -104,13 +95,13 @@ func (w *Webhook) Deliver(ctx context.Context, body []byte, headerTopic string) 
 	if err != nil {
 		d.Verdict = VerdictTransient
 		switch {
-		case errors.Is(err, sns.ErrMalformed):
+		case errors.Is(err, ErrSNSMalformed):
 			d.Verdict = VerdictMalformed
 			err = &Error{Code: EINVALID, Reason: "sns_malformed", Err: err, Message: "The body is not an SNS message: " + errorDetail(err)}
-		case errors.Is(err, sns.ErrRejected):
+		case errors.Is(err, ErrSNSRejected):
 			d.Verdict = VerdictRejected
 			err = &Error{Code: EFORBIDDEN, Reason: "sns_rejected", Err: err, Message: "The SNS message was rejected: " + errorDetail(err)}
-		case errors.Is(err, sns.ErrTransient):
+		case errors.Is(err, ErrSNSTransient):
 			err = &Error{Code: EUNAVAILABLE, Reason: "sns_unavailable", Err: err, Message: "The SNS message cannot be checked right now; SNS retries."}
 		case ErrorCode(err) != EFORBIDDEN:
 			err = &Error{Code: EUNAVAILABLE, Reason: "sns_unavailable", Err: err, Message: "The SNS message cannot be taken right now; SNS retries."}
@@ -118,7 +109,7 @@ func (w *Webhook) Deliver(ctx context.Context, body []byte, headerTopic string) 
 			d.Verdict = VerdictRejected
 		}
 		if d.Reason == "" {
-			d.Reason = string(sns.ReasonOf(err))
+			d.Reason = snsReason(err)
 		}
 	}
 	if w.Metrics != nil {
@@ -130,11 +121,11 @@ func (w *Webhook) Deliver(ctx context.Context, body []byte, headerTopic string) 
 	return d, err
 }
 
-// errorDetail is an sns.Error's detail (never a body, URL or token).
+// errorDetail is an SNSFault's detail (never a body, URL or token).
 func errorDetail(err error) string {
-	var e *sns.Error
-	if errors.As(err, &e) && e.Detail != "" {
-		return e.Detail
+	var f SNSFault
+	if errors.As(err, &f) && f.SNSDetail() != "" {
+		return f.SNSDetail()
 	}
 	return "see the reason"
 }
@@ -144,7 +135,7 @@ func rejectedTopic(reason, message string) (Delivery, error) {
 }
 
 func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) (Delivery, error) {
-	m, err := sns.ParseMessage(body)
+	m, err := w.Verifier.ParseMessage(body)
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -157,7 +148,7 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 	}
 	now := w.Now().UTC().Truncate(time.Microsecond)
 	if !allowed {
-		if m.Type != sns.TypeSubscriptionConfirmation {
+		if m.Type != SNSSubscriptionConfirmation {
 			return rejectedTopic("unknown_topic", "The topic is not one of a connected account's stack notification topics.")
 		}
 		return w.deferSubscription(ctx, m, len(body), now)
@@ -166,8 +157,8 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 		return Delivery{}, err
 	}
 	switch m.Type {
-	case sns.TypeSubscriptionConfirmation:
-		if err := sns.SubscribeURLAllowed(m); err != nil {
+	case SNSSubscriptionConfirmation:
+		if err := w.Verifier.SubscribeURLAllowed(m); err != nil {
 			return Delivery{}, err
 		}
 		p := PendingSubscription{TopicARN: m.TopicARN, MessageID: m.MessageID, SubscribeURL: m.SubscribeURL,
@@ -176,7 +167,7 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 			return Delivery{}, err
 		}
 		return Delivery{Verdict: VerdictConfirming}, nil
-	case sns.TypeUnsubscribeConfirmation:
+	case SNSUnsubscribeConfirmation:
 		return w.disconnect(ctx, teamID, accountID, m, "unsubscribed", ReasonUnsubscribed)
 	}
 	return w.notification(ctx, teamID, accountID, m, now)
@@ -187,11 +178,11 @@ func (w *Webhook) deliver(ctx context.Context, body []byte, headerTopic string) 
 // none (fields, certificate URL, timestamp, SubscribeURL) first, then the
 // whole envelope is stored as the topic's one pending subscription, within
 // PendingMax of all topics, for 3 days.
-func (w *Webhook) deferSubscription(ctx context.Context, m sns.Message, size int, now time.Time) (Delivery, error) {
+func (w *Webhook) deferSubscription(ctx context.Context, m SNSMessage, size int, now time.Time) (Delivery, error) {
 	if err := w.Verifier.CheckOffline(m); err != nil {
 		return Delivery{}, err
 	}
-	if err := sns.SubscribeURLAllowed(m); err != nil {
+	if err := w.Verifier.SubscribeURLAllowed(m); err != nil {
 		return Delivery{}, err
 	}
 	if size > MaxDeferredBody {
@@ -213,8 +204,8 @@ func (w *Webhook) deferSubscription(ctx context.Context, m sns.Message, size int
 
 // notification binds a stack event to its account — the topic, the stack
 // and the AWS account must all be the account's — and starts the reconcile.
-func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m sns.Message, now time.Time) (Delivery, error) {
-	e, err := sns.ParseStackEvent(m.Message)
+func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m SNSMessage, now time.Time) (Delivery, error) {
+	e, err := w.Verifier.ParseStackEvent(m.Message)
 	if err != nil {
 		return Delivery{Verdict: VerdictIgnored, Reason: "not_a_stack_event"}, nil
 	}
@@ -269,7 +260,7 @@ func (w *Webhook) notification(ctx context.Context, teamID, accountID string, m 
 
 // disconnect marks the account disconnected: switches from stack updates
 // stop, which must not happen silently.
-func (w *Webhook) disconnect(ctx context.Context, teamID, accountID string, m sns.Message, why, reason string) (Delivery, error) {
+func (w *Webhook) disconnect(ctx context.Context, teamID, accountID string, m SNSMessage, why, reason string) (Delivery, error) {
 	a, err := w.Accounts.GetAccount(ctx, teamID, accountID)
 	if ErrorCode(err) == ENOTFOUND {
 		return Delivery{Verdict: VerdictIgnored, Reason: "account_gone"}, nil

@@ -35,16 +35,10 @@ type DB struct {
 // Option adjusts a store when it is opened.
 type Option func(*DB)
 
-// DefaultDenseHistory is the dense-history threshold a store has unless
-// WithDenseHistory sets another: see historyPage for the measurements.
+// DefaultDenseHistory is the dense-history threshold of every store (tests
+// lower it with WithDenseHistory, in export_test.go): see historyPage for
+// the measurements.
 const DefaultDenseHistory = 1000
-
-// WithDenseHistory sets how many plans of one app make Kukie history walk
-// the cluster's plans newest first rather than fetch the app's plans by id.
-// Both give the same answer; tests lower it to run the walk on small data.
-func WithDenseHistory(n int) Option {
-	return func(db *DB) { db.denseHistory = n }
-}
 
 var (
 	_ service.PlanStore = (*DB)(nil)

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
 

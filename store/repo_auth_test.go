@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/keyring"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
@@ -29,9 +29,9 @@ func mustRepoAuthSetup(tb testing.TB) *store.DB {
 	return db
 }
 
-func testSealer(tb testing.TB, id string) *secretbox.Keyring {
+func testSealer(tb testing.TB, id string) *keyring.Keyring {
 	tb.Helper()
-	k, err := secretbox.ParseKeys(id + ":" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), secretbox.KeySize)))
+	k, err := keyring.ParseKeys(id + ":" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), keyring.KeySize)))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/testclock"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/testclock"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )

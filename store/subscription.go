@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 )
 
 // pendingSubscriptionsLock serialises saves of pending subscriptions, so
@@ -117,7 +116,7 @@ func scanPendingSubscription(row pgx.CollectableRow) (service.PendingSubscriptio
 		return p, err
 	}
 	if envelope != "" {
-		p.Envelope = new(sns.Message)
+		p.Envelope = new(service.SNSMessage)
 		if err := json.Unmarshal([]byte(envelope), p.Envelope); err != nil {
 			return p, fmt.Errorf("pending subscription %s: envelope: %w", p.MessageID, err)
 		}

@@ -13,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/sns"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
 

@@ -53,8 +53,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kukie/gitops-server/internal/authtest"
-	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 )
 
 const secret = "kukie-bench-secret-kukie-bench-secret-0123"

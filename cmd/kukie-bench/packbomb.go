@@ -19,14 +19,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
 )
 
 // packBomb measures issue 19's figure: the peak memory of the server's
 // process tree while a viewer's request makes it fetch a repository whose
 // one commit holds a blob of -size zero bytes (git deflates 768 MiB of
 // them to a ~765 KiB pack). The repository is served by git http-backend
-// behind TLS on loopback (as internal/gittest does), the server runs the
+// behind TLS on loopback (as internal/testkit/gittest does), the server runs the
 // given binary with a static cluster (never read) on a fresh database,
 // and the repo tab's tree is asked for twice: the first answer fetches
 // the pack, the second one shows whether the refusal was remembered.

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kukie/gitops-server/internal/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 )
 
 // sandbox is a sandbox API server holding a number of Applications, with

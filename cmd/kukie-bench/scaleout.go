@@ -10,7 +10,7 @@ import (
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
 )
 
 // scaleOptions are the flags of `kukie-bench scaleout`.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
 )
 
 const (
@@ -45,7 +45,7 @@ var soakOps = []soakOp{
 	{"list", 30}, {"detail", 30}, {"history", 10}, {"plans", 10}, {"ownership", 8}, {"plan step", 12},
 }
 
-// soakTargets are fixture resources (internal/k8stest/testdata): the
+// soakTargets are fixture resources (internal/testkit/k8stest/testdata): the
 // ownership requests check all five, plans touch one to three of them.
 var soakTargets = []struct{ group, kind, namespace, name string }{
 	{"apps", "Deployment", "sandbox-plain", "web"},

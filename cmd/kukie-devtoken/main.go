@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
 )
 
 func main() {

@@ -16,14 +16,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukie/gitops-server/api"
-	"github.com/kukie/gitops-server/auth"
-	"github.com/kukie/gitops-server/jobs"
-	"github.com/kukie/gitops-server/kube"
-	"github.com/kukie/gitops-server/netguard"
-	"github.com/kukie/gitops-server/render"
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/jobs"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/keyring"
+	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/netguard"
+	"github.com/kukie/gitops-server/internal/render"
+	"github.com/kukie/gitops-server/internal/sns"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 )
 
 // config is the server's whole configuration, read from KUKIE_* variables.
@@ -94,7 +94,7 @@ type config struct {
 	// SecretKeys seals and opens stored repository secrets
 	// (KUKIE_SECRET_KEYS); nil when unset: then only auth type none is
 	// accepted.
-	SecretKeys *secretbox.Keyring
+	SecretKeys *keyring.Keyring
 }
 
 // Upper bounds of the per-cluster rate limit: far above what one client
@@ -260,7 +260,7 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		return c, &configError{"KUKIE_TRUSTED_PROXIES", "must be comma-separated CIDRs or IP addresses: " + err.Error()}
 	}
 	if s := getenv("KUKIE_SECRET_KEYS"); strings.TrimSpace(s) != "" {
-		if c.SecretKeys, err = secretbox.ParseKeys(s); err != nil {
+		if c.SecretKeys, err = keyring.ParseKeys(s); err != nil {
 			return c, &configError{"KUKIE_SECRET_KEYS", "must be comma-separated id:base64 pairs of 32-byte keys: " + err.Error()}
 		}
 	}
@@ -290,8 +290,8 @@ func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
 		return c, &configError{"KUKIE_AUTH_JWKS_URL", "and KUKIE_AUTH_HS256_SECRET are both set; set exactly one"}
 	case c.JWKSURL == "" && c.HS256Secret == "":
 		return c, &configError{"KUKIE_AUTH_JWKS_URL", "or KUKIE_AUTH_HS256_SECRET is required"}
-	case c.HS256Secret != "" && len(c.HS256Secret) < auth.MinHS256SecretBytes:
-		return c, &configError{"KUKIE_AUTH_HS256_SECRET", fmt.Sprintf("must be at least %d bytes", auth.MinHS256SecretBytes)}
+	case c.HS256Secret != "" && len(c.HS256Secret) < jwtauth.MinHS256SecretBytes:
+		return c, &configError{"KUKIE_AUTH_HS256_SECRET", fmt.Sprintf("must be at least %d bytes", jwtauth.MinHS256SecretBytes)}
 	case c.JWKSURL != "":
 		u, err := url.Parse(c.JWKSURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kukie/gitops-server/netguard"
+	"github.com/kukie/gitops-server/internal/netguard"
 )
 
 func TestConfigErrors(t *testing.T) {

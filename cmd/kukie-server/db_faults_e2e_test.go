@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/tcpproxy"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/tcpproxy"
 )
 
 // planResources is how many resources each plan of the cut test names:

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/awsfake"
-	"github.com/kukie/gitops-server/internal/awsfake/ekssim"
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/awsfake"
+	"github.com/kukie/gitops-server/internal/testkit/ekssim"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // customer is one customer AWS account with Kukie's stack and one EKS

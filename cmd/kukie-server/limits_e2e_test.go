@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // TestConnectionLimits drives the real listener: headers above 64 KiB are

@@ -8,8 +8,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kukie/gitops-server/internal/snstest"
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/render"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
 )
 
 // snsAuthority is the test CA this process (and every child it starts)
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	snsAuthority = ca
-	// The local Git servers (internal/gittest) serve TLS with httptest's
+	// The local Git servers (internal/testkit/gittest) serve TLS with httptest's
 	// certificate: trusted the same way, before any TLS use.
 	if err := trustHTTPTestCertificate(os.Getenv("SSL_CERT_FILE")); err != nil {
 		fmt.Fprintln(os.Stderr, "trust the httptest certificate:", err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/mask"
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/mask"
+	"github.com/kukie/gitops-server/internal/render"
 	"github.com/kukie/gitops-server/service"
 )
 

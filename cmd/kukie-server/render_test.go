@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/render"
 	"github.com/kukie/gitops-server/service"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/render"
 )
 
 // renderChildLimits are the limits of each render child: KUKIE_RENDER_TIMEOUT,

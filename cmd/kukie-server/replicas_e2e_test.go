@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/client-go/discovery"
 
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // startProcess starts a server as its own process (this test binary

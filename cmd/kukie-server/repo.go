@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/kukie/gitops-server/gitrepo"
-	"github.com/kukie/gitops-server/helmrepo"
-	"github.com/kukie/gitops-server/mask"
-	"github.com/kukie/gitops-server/netguard"
-	"github.com/kukie/gitops-server/render"
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/gitrepo"
+	"github.com/kukie/gitops-server/internal/helmrepo"
+	"github.com/kukie/gitops-server/internal/keyring"
+	"github.com/kukie/gitops-server/internal/mask"
+	"github.com/kukie/gitops-server/internal/netguard"
+	"github.com/kukie/gitops-server/internal/render"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
@@ -68,7 +68,7 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 
 // storedRepoAuth opens a cluster's stored repository credentials (none
 // stored: anonymous).
-func storedRepoAuth(db *store.DB, keys *secretbox.Keyring) func(context.Context, service.Cluster) (service.RepoAuth, error) {
+func storedRepoAuth(db *store.DB, keys *keyring.Keyring) func(context.Context, service.Cluster) (service.RepoAuth, error) {
 	return func(ctx context.Context, c service.Cluster) (service.RepoAuth, error) {
 		sealed, err := db.GetRepoAuth(ctx, c.TeamID, c.ID)
 		if service.ErrorCode(err) == service.ENOTFOUND {
@@ -129,7 +129,7 @@ func renderReason(reason string) string {
 
 // sealerOf is the keyring as a service.Sealer, nil (not a typed nil) when
 // KUKIE_SECRET_KEYS is not set: then only auth type none is accepted.
-func sealerOf(keys *secretbox.Keyring) service.Sealer {
+func sealerOf(keys *keyring.Keyring) service.Sealer {
 	if keys == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // TestRepoTabPackBombEndToEnd (issue 19) drives the server against a real

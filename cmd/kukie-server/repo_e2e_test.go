@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kukie/gitops-server/internal/authtest"
-	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // Planted secrets of the fixture repository (and, last, of a Secret's

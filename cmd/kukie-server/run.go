@@ -21,15 +21,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kukie/gitops-server/api"
-	"github.com/kukie/gitops-server/auth"
 	"github.com/kukie/gitops-server/eksaccess"
-	"github.com/kukie/gitops-server/jobs"
-	"github.com/kukie/gitops-server/kube"
+	"github.com/kukie/gitops-server/internal/jobs"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/ownership"
+	"github.com/kukie/gitops-server/internal/render"
+	"github.com/kukie/gitops-server/internal/sns"
 	"github.com/kukie/gitops-server/migrations"
-	"github.com/kukie/gitops-server/ownership"
-	"github.com/kukie/gitops-server/render"
 	"github.com/kukie/gitops-server/service"
-	"github.com/kukie/gitops-server/sns"
 	"github.com/kukie/gitops-server/store"
 )
 
@@ -161,9 +161,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	defer stopAuth()
 	var verifier service.TokenVerifier
 	if cfg.JWKSURL != "" {
-		verifier, err = auth.NewJWKS(authCtx, cfg.JWKSURL, cfg.Issuer, cfg.Audience, time.Now)
+		verifier, err = jwtauth.NewJWKS(authCtx, cfg.JWKSURL, cfg.Issuer, cfg.Audience, time.Now)
 	} else {
-		verifier, err = auth.NewHS256([]byte(cfg.HS256Secret), cfg.Issuer, cfg.Audience, time.Now)
+		verifier, err = jwtauth.NewHS256([]byte(cfg.HS256Secret), cfg.Issuer, cfg.Audience, time.Now)
 	}
 	if err != nil {
 		return err

@@ -22,10 +22,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukie/gitops-server/internal/authtest"
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/tcpproxy"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/tcpproxy"
 )
 
 const e2eSecret = "e2e-secret-e2e-secret-e2e-secret-e2e"

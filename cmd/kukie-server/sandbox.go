@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/render"
 )
 
 // renderSandbox finds, once at start, which layers keep render children

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
 // TestRenderSandboxEndToEnd is the attack through the built server:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kukie/gitops-server/render"
+	"github.com/kukie/gitops-server/internal/render"
 )
 
 // Each KUKIE_RENDER_SANDBOX mode, probed with this binary's own render child

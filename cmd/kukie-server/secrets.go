@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/keyring"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
 
-var _ service.Sealer = (*secretbox.Keyring)(nil)
+var _ service.Sealer = (*keyring.Keyring)(nil)
 
 // rekey re-seals every stored secret still sealed with a key other than
 // the first of KUKIE_SECRET_KEYS, so older keys can be removed from the

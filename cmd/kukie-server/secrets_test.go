@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/secretbox"
+	"github.com/kukie/gitops-server/internal/keyring"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
@@ -18,16 +18,16 @@ import (
 // secretKey is the KUKIE_SECRET_KEYS entry of key id, a 32-byte key made
 // of id's first byte.
 func secretKey(id string) string {
-	return id + ":" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), secretbox.KeySize))
+	return id + ":" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte(id[:1]), keyring.KeySize))
 }
 
-func mustKeyring(tb testing.TB, ids ...string) *secretbox.Keyring {
+func mustKeyring(tb testing.TB, ids ...string) *keyring.Keyring {
 	tb.Helper()
 	var entries []string
 	for _, id := range ids {
 		entries = append(entries, secretKey(id))
 	}
-	k, err := secretbox.ParseKeys(strings.Join(entries, ","))
+	k, err := keyring.ParseKeys(strings.Join(entries, ","))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSecretsRekey(t *testing.T) {
 
 // assertSealedWith checks that every stored secret is sealed with keyID and
 // opens to its token with k alone.
-func assertSealedWith(t *testing.T, db *store.DB, k *secretbox.Keyring, keyID string, tokens map[string]string) {
+func assertSealedWith(t *testing.T, db *store.DB, k *keyring.Keyring, keyID string, tokens map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	for key, token := range tokens {

@@ -18,12 +18,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kukie/gitops-server/internal/awsfake"
-	"github.com/kukie/gitops-server/internal/awsfake/ekssim"
-	"github.com/kukie/gitops-server/internal/k8stest"
-	"github.com/kukie/gitops-server/internal/pgtest"
-	"github.com/kukie/gitops-server/internal/snstest"
-	"github.com/kukie/gitops-server/sns"
+	"github.com/kukie/gitops-server/internal/sns"
+	"github.com/kukie/gitops-server/internal/testkit/awsfake"
+	"github.com/kukie/gitops-server/internal/testkit/ekssim"
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/snstest"
 )
 
 const switchRegion = "ap-northeast-2"

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/kukie/gitops-server/api"
-	"github.com/kukie/gitops-server/internal/authtest"
-	"github.com/kukie/gitops-server/internal/awsfake"
-	"github.com/kukie/gitops-server/internal/gittest"
-	"github.com/kukie/gitops-server/internal/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/awsfake"
+	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
 )
 
