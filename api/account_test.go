@@ -170,10 +170,10 @@ func TestConnectAccount(t *testing.T) {
 	}
 	a.do("POST", "/v1/aws/accounts", admin, connectBody("arn:aws:iam::444455556666:role/kukie",
 		stackARN), nil).wantProblem(t, 422, "stack_account_mismatch")
-	for _, reason := range []string{"assume_role_denied", "external_id_not_enforced", "stack_not_found"} {
+	for _, reason := range []service.Reason{"assume_role_denied", "external_id_not_enforced", "stack_not_found"} {
 		aws.set(func(f *fakeAWS) { f.verifyErr = service.ReasonError(service.EVALIDATION, reason, "refused") })
 		a.do("POST", "/v1/aws/accounts", admin, connectBody("arn:aws:iam::777788889999:role/k",
-			"arn:aws:cloudformation:us-east-1:777788889999:stack/k/1"), nil).wantProblem(t, 422, reason)
+			"arn:aws:cloudformation:us-east-1:777788889999:stack/k/1"), nil).wantProblem(t, 422, string(reason))
 	}
 	aws.set(func(f *fakeAWS) { f.verifyErr = service.ErrAWSUnavailable() })
 	a.do("POST", "/v1/aws/accounts", admin, connectBody("arn:aws:iam::777788889999:role/k",

@@ -297,7 +297,7 @@ func TestSidebar(t *testing.T) {
 	}
 	reasons := map[string]string{}
 	for _, u := range sb.Unavailable {
-		reasons[u.ID] = u.Reason
+		reasons[u.ID] = string(u.Reason)
 	}
 	// c (from the base test clusters) has no connection configured: internal.
 	if reasons["forbidden-cl"] != "argocd_forbidden" || reasons["down-cl"] != "cluster_unreachable" ||

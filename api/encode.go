@@ -143,40 +143,25 @@ type problem struct {
 	Errors    []service.FieldError `json:"errors,omitempty"`
 }
 
-// Wire codes: the contract clients code against.
-const (
-	codeInvalidRequest       = "invalid_request"
-	codeValidationFailed     = "validation_failed"
-	codeUnauthenticated      = "unauthenticated"
-	codeForbidden            = "forbidden"
-	codeNotFound             = "not_found"
-	codeMethodNotAllowed     = "method_not_allowed"
-	codeConflict             = "conflict"
-	codePayloadTooLarge      = "payload_too_large"
-	codeUnsupportedMediaType = "unsupported_media_type"
-	codeUnavailable          = "unavailable"
-	codeInternal             = "internal"
-)
-
 // wireErrors maps service error codes to HTTP status and wire code.
 var wireErrors = map[string]struct {
 	status int
-	code   string
+	code   service.Reason
 }{
-	service.EINVALID:         {http.StatusBadRequest, codeInvalidRequest},
-	service.EVALIDATION:      {http.StatusUnprocessableEntity, codeValidationFailed},
-	service.EUNAUTHENTICATED: {http.StatusUnauthorized, codeUnauthenticated},
-	service.EFORBIDDEN:       {http.StatusForbidden, codeForbidden},
-	service.ENOTFOUND:        {http.StatusNotFound, codeNotFound},
-	service.ECONFLICT:        {http.StatusConflict, codeConflict},
-	service.ETOOLARGE:        {http.StatusRequestEntityTooLarge, codePayloadTooLarge},
-	service.EUNAVAILABLE:     {http.StatusServiceUnavailable, codeUnavailable},
-	service.EUPSTREAM:        {http.StatusBadGateway, "cluster_unreachable"},
-	service.EINTERNAL:        {http.StatusInternalServerError, codeInternal},
+	service.EINVALID:         {http.StatusBadRequest, service.ReasonInvalidRequest},
+	service.EVALIDATION:      {http.StatusUnprocessableEntity, service.ReasonValidationFailed},
+	service.EUNAUTHENTICATED: {http.StatusUnauthorized, service.ReasonUnauthenticated},
+	service.EFORBIDDEN:       {http.StatusForbidden, service.ReasonForbidden},
+	service.ENOTFOUND:        {http.StatusNotFound, service.ReasonNotFound},
+	service.ECONFLICT:        {http.StatusConflict, service.ReasonConflict},
+	service.ETOOLARGE:        {http.StatusRequestEntityTooLarge, service.ReasonPayloadTooLarge},
+	service.EUNAVAILABLE:     {http.StatusServiceUnavailable, service.ReasonUnavailable},
+	service.EUPSTREAM:        {http.StatusBadGateway, service.ReasonClusterUnreachable},
+	service.EINTERNAL:        {http.StatusInternalServerError, service.ReasonInternal},
 }
 
 // writeProblem writes a problem response with an explicit status and code.
-func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string, fields []service.FieldError) {
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code service.Reason, detail string, fields []service.FieldError) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kukie"`)
 	}
@@ -191,7 +176,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, deta
 		Title:     http.StatusText(status),
 		Status:    status,
 		Detail:    detail,
-		Code:      code,
+		Code:      string(code),
 		RequestID: requestIDFromContext(r.Context()),
 		Errors:    fields,
 	})
@@ -201,7 +186,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, deta
 // logged with their detail and answered with a generic 500.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	if errors.Is(err, errUnsupportedMediaType) {
-		writeProblem(w, r, http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
+		writeProblem(w, r, http.StatusUnsupportedMediaType, service.ReasonUnsupportedMediaType,
 			"The request body must be JSON (Content-Type: application/json).", nil)
 		return
 	}

@@ -143,8 +143,9 @@ func TestKukieHistoryWhenTheAppCannotBeRead(t *testing.T) {
 		ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "edge"}))
 
 	cases := []struct {
-		name, cluster, app, reason string
-		want                       []string
+		name, cluster, app string
+		reason             service.Reason
+		want               []string
 	}{
 		{"ArgoCDForbidden", "forbidden-cl", "sandbox-plain", "argocd_forbidden", []string{forbidden.ID}},
 		{"AppDeleted", "prod-eks", "remote-app", "app_not_found", []string{remote.ID}},

@@ -134,7 +134,7 @@ func observe(log *slog.Logger, m *Metrics, proxies TrustedProxies) func(http.Han
 					log.ErrorContext(r.Context(), "panic serving request", "request_id", info.id,
 						"panic", p, "stack", string(debug.Stack()))
 					if rec.status == 0 {
-						writeProblem(rec, r, http.StatusInternalServerError, codeInternal, "An internal error occurred.", nil)
+						writeProblem(rec, r, http.StatusInternalServerError, service.ReasonInternal, "An internal error occurred.", nil)
 					}
 				}
 				route := "unmatched"
@@ -179,7 +179,7 @@ func authenticate(log *slog.Logger, verifier service.TokenVerifier) func(http.Ha
 			scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 			token = strings.TrimSpace(token)
 			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-				writeProblem(w, r, http.StatusUnauthorized, codeUnauthenticated,
+				writeProblem(w, r, http.StatusUnauthorized, service.ReasonUnauthenticated,
 					"An Authorization: Bearer <token> header is required.", nil)
 				return
 			}
@@ -206,7 +206,7 @@ func authorize(roles []service.Role, humanOnly bool) func(http.Handler) http.Han
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, _ := service.PrincipalFromContext(r.Context())
 			if humanOnly && p.IsAgent() {
-				writeProblem(w, r, http.StatusForbidden, codeForbidden,
+				writeProblem(w, r, http.StatusForbidden, service.ReasonForbidden,
 					"A token acting as the agent cannot do this; a person must.", nil)
 				return
 			}
@@ -216,7 +216,7 @@ func authorize(roles []service.Role, humanOnly bool) func(http.Handler) http.Han
 					allowed = allowed || p.Has(role)
 				}
 				if !allowed {
-					writeProblem(w, r, http.StatusForbidden, codeForbidden,
+					writeProblem(w, r, http.StatusForbidden, service.ReasonForbidden,
 						"Your token does not carry a role allowed to do this.", nil)
 					return
 				}

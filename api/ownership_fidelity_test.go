@@ -276,7 +276,7 @@ func (a *argoAPI) checkFidelity(t *testing.T, c fidelityCase) {
 	o := a.ownershipBy(t, c.cluster, c.tool, c.target)
 	skipped := ""
 	if o.Skipped != nil {
-		skipped = o.Skipped.Reason
+		skipped = string(o.Skipped.Reason)
 	}
 	if o.Checked != 1 || skipped != c.skipped {
 		t.Fatalf("checked %d, skipped %+v, want skipped %q", o.Checked, o.Skipped, c.skipped)

@@ -37,7 +37,7 @@ func (renderHere) Render(_ context.Context, in service.RenderInput) (service.Ren
 	res := render.Render(render.Request{Files: in.Files, Source: src, AppName: in.AppName, Namespace: in.Namespace})
 	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes}
 	if res.Error != nil {
-		out.Code, out.Message = res.Error.Code, res.Error.Message
+		out.Code, out.Message = service.Reason(res.Error.Code), res.Error.Message
 	}
 	return out, nil
 }

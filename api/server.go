@@ -50,10 +50,10 @@ func NewServer(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(observe(d.Logger, d.Metrics, d.TrustedProxies))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusNotFound, codeNotFound, "No such route.", nil)
+		writeProblem(w, r, http.StatusNotFound, service.ReasonNotFound, "No such route.", nil)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		writeProblem(w, r, http.StatusMethodNotAllowed, service.ReasonMethodNotAllowed,
 			"The route does not support the "+r.Method+" method.", nil)
 	})
 	authn := authenticate(d.Logger, d.Verifier)

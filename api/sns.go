@@ -69,7 +69,7 @@ func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourc
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !limiter.allow(proxies.ClientIP(r)) {
 			w.Header().Set("Retry-After", "1")
-			writeProblem(w, r, http.StatusTooManyRequests, "rate_limited",
+			writeProblem(w, r, http.StatusTooManyRequests, service.ReasonRateLimited,
 				"Too many SNS deliveries from this address; retry shortly.", nil)
 			return
 		}
@@ -79,7 +79,7 @@ func handleSNSWebhook(log *slog.Logger, webhook *service.Webhook, limiter *sourc
 		}
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil ||
 			(mt != "text/plain" && mt != "application/json") {
-			writeProblem(w, r, http.StatusUnsupportedMediaType, codeUnsupportedMediaType,
+			writeProblem(w, r, http.StatusUnsupportedMediaType, service.ReasonUnsupportedMediaType,
 				"SNS deliveries are text/plain (application/json is accepted too).", nil)
 			return
 		}

@@ -82,7 +82,7 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-func wantReason(t *testing.T, err error, code, reason string) {
+func wantReason(t *testing.T, err error, code string, reason service.Reason) {
 	t.Helper()
 	if service.ErrorCode(err) != code || service.ErrorReason(err) != reason {
 		t.Fatalf("err = %v (%s/%s), want %s/%s", err, service.ErrorCode(err), service.ErrorReason(err), code, reason)
@@ -91,11 +91,12 @@ func wantReason(t *testing.T, err error, code, reason string) {
 
 func TestVerifyRole(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		trust        awsfake.Trust
-		fault        *awsfake.Fault
-		code, reason string
-		assumeCalls  int
+		name        string
+		trust       awsfake.Trust
+		fault       *awsfake.Fault
+		code        string
+		reason      service.Reason
+		assumeCalls int
 	}{
 		{"ExternalIdEnforced", awsfake.Trust{Mode: awsfake.TrustPinned, ExternalID: teamExternalID}, nil, "", "", 3},
 		{"ErrNoConditionAcceptsNone", awsfake.Trust{Mode: awsfake.TrustNone}, nil,
@@ -170,12 +171,13 @@ func TestVerifyRoleKeepsOnlyTheGoodSession(t *testing.T) {
 func TestDescribeStack(t *testing.T) {
 	topics := []string{"arn:aws:sns:ap-northeast-2:" + customerAccount + ":kukie-events"}
 	for _, tc := range []struct {
-		name         string
-		stack        *awsfake.Stack
-		fault        *awsfake.Fault
-		stackARN     string
-		want         service.StackFacts
-		code, reason string
+		name     string
+		stack    *awsfake.Stack
+		fault    *awsfake.Fault
+		stackARN string
+		want     service.StackFacts
+		code     string
+		reason   service.Reason
 	}{
 		{"V5", &awsfake.Stack{Parameters: map[string]string{"AccessLevel": "FULL", "AllowedNamespaces": "team-b,team-a, team-b"},
 			Outputs: map[string]string{"KukieTemplateVersion": "5"}, NotificationARNs: topics}, nil, customerStack,
@@ -265,7 +267,7 @@ func TestGrantAccess(t *testing.T) {
 		wantCreated bool
 		want        []awsfake.Association
 		code        string
-		reason      string
+		reason      service.Reason
 	}{
 		{"FullCreatesEntry", awsfake.LevelFull, nil, eksCluster(service.AccessFull, "ignored"), true,
 			[]awsfake.Association{{PolicyARN: adminARN, ScopeType: "cluster"}}, "", ""},

@@ -21,7 +21,7 @@ const (
 	reasonExternalIDNotEnforced = "external_id_not_enforced"
 	reasonStackNotFound         = "stack_not_found"
 	reasonAccessEntryConflict   = "access_entry_conflict"
-	reasonAWSUnavailable        = "aws_unavailable"
+	reasonAWSUnavailable        = service.ReasonAWSUnavailable
 	// ReasonEKSClusterNotFound: DescribeCluster found no such cluster in
 	// the region (ENOTFOUND).
 	ReasonEKSClusterNotFound = "eks_cluster_not_found"
@@ -34,10 +34,10 @@ const (
 	ReasonAWSRequestRejected = "aws_request_rejected"
 	// ReasonClusterUnauthorized: the cluster did not accept Kukie's token
 	// (EUPSTREAM), e.g. an access entry still propagating or removed.
-	ReasonClusterUnauthorized = "cluster_unauthorized"
+	ReasonClusterUnauthorized = service.ReasonClusterUnauthorized
 	// ReasonClusterUnreachable: the cluster's endpoint could not be reached
 	// (EUPSTREAM); the same code kube uses for reads.
-	ReasonClusterUnreachable = "cluster_unreachable"
+	ReasonClusterUnreachable = service.ReasonClusterUnreachable
 )
 
 // PropagationWindow is how long after a role or stack change IAM and EKS

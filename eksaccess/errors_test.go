@@ -62,9 +62,10 @@ func TestRetryable(t *testing.T) {
 
 func TestEKSErrorMapping(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		err          error
-		code, reason string
+		name   string
+		err    error
+		code   string
+		reason service.Reason
 	}{
 		{"Throttling", opError("CreateAccessEntry", &ekstypes.ThrottlingException{}), service.EUNAVAILABLE, reasonAWSUnavailable},
 		{"AccessDenied", opError("AssociateAccessPolicy", &ekstypes.AccessDeniedException{}), service.EVALIDATION, ReasonAWSAccessDenied},

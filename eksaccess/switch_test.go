@@ -104,10 +104,11 @@ func TestApplyLevel(t *testing.T) {
 		target   service.AccessLevel
 		ns       []string
 
-		want         service.SwitchResult // Reason is checked for presence only
-		wantAssoc    []awsfake.Association
-		code, reason string
-		retryable    bool // within the propagation window
+		want      service.SwitchResult // Reason is checked for presence only
+		wantAssoc []awsfake.Association
+		code      string
+		reason    service.Reason
+		retryable bool // within the propagation window
 	}{
 		{name: "UpgradeAdminFirstThenEditRemoved", role: awsfake.LevelFull, existing: []awsfake.Association{editAssoc("team-a")},
 			from: service.AccessLimited, target: service.AccessFull,

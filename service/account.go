@@ -117,7 +117,7 @@ type AccountStore interface {
 
 // ErrAccountNotFound is the error for an account id the team does not have.
 func ErrAccountNotFound() error {
-	return ReasonError(ENOTFOUND, "account_not_found", "The AWS account is not connected to your team.")
+	return ReasonError(ENOTFOUND, ReasonAccountNotFound, "The AWS account is not connected to your team.")
 }
 
 // RoleARN is a parsed IAM role ARN: arn:<partition>:iam::<account>:role/<path/>name.
@@ -181,7 +181,7 @@ func ValidRegion(s string) bool { return awsRegion.MatchString(s) }
 // ErrAWSUnavailable is the answer when AWS cannot be used: not configured
 // on this server, or throttling, network errors and 5xx from AWS.
 func ErrAWSUnavailable() error {
-	return ReasonError(EUNAVAILABLE, "aws_unavailable", "AWS cannot be reached from Kukie right now; try again later.")
+	return ReasonError(EUNAVAILABLE, ReasonAWSUnavailable, "AWS cannot be reached from Kukie right now; try again later.")
 }
 
 // Accounts is the AWS account use case: connecting a customer's account
@@ -314,7 +314,7 @@ func (s *Accounts) Onboarding(ctx context.Context, p Principal) (Onboarding, err
 		// A template without the account to trust would make a role no
 		// one can assume: no answer beats that one.
 		if serviceAccount, err = s.ServiceAccountID(ctx); err != nil || serviceAccount == "" {
-			return Onboarding{}, &Error{Code: EUNAVAILABLE, Reason: "aws_unavailable", Err: err,
+			return Onboarding{}, &Error{Code: EUNAVAILABLE, Reason: ReasonAWSUnavailable, Err: err,
 				Message: "Kukie cannot read its own AWS account from STS right now, which the template needs; try again later."}
 		}
 	}

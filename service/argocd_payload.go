@@ -30,7 +30,7 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		w.CheckedAt = t
 	}
 	if rs, ok := m["recheck_skipped"].(map[string]any); ok && str(rs, "reason") != "" {
-		w.RecheckSkipped = &RecheckSkipped{Reason: str(rs, "reason")}
+		w.RecheckSkipped = &RecheckSkipped{Reason: Reason(str(rs, "reason"))}
 		w.RecheckSkipped.At, _ = time.Parse(time.RFC3339Nano, str(rs, "at"))
 	}
 	apps, _ := m["applications"].([]any)

@@ -34,7 +34,7 @@ type AppList struct {
 // ErrLimitedAccess is the answer for Argo CD reads on a LIMITED cluster:
 // its role cannot read Argo CD, so the cluster is not called.
 func ErrLimitedAccess() error {
-	return ReasonError(EFORBIDDEN, "limited_access",
+	return ReasonError(EFORBIDDEN, ReasonLimitedAccess,
 		"Kukie has limited access to this cluster; Argo CD can be read only with full access.")
 }
 
@@ -141,7 +141,7 @@ func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID strin
 
 // ErrAppNotFound is the answer for an app that is not in the cluster.
 func ErrAppNotFound() error {
-	return ReasonError(ENOTFOUND, "app_not_found", "The application does not exist in this cluster.")
+	return ReasonError(ENOTFOUND, ReasonAppNotFound, "The application does not exist in this cluster.")
 }
 
 // Ownership runs detection for the given targets on one of the team's
@@ -203,7 +203,7 @@ type SidebarCluster struct {
 type SidebarRef struct {
 	ID     string `json:"id"`
 	Name   string `json:"name"`
-	Reason string `json:"reason,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
 }
 
 // Sidebar groups the team's clusters for the Argo CD screen.
@@ -217,7 +217,7 @@ type Sidebar struct {
 type sidebarCard struct {
 	known     bool
 	summary   AppSummary
-	reason    string // the failed read's reason; "" when good
+	reason    Reason // the failed read's reason; "" when good
 	fetchedAt time.Time
 	age       time.Duration
 }
@@ -252,7 +252,7 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 	for _, cl := range clusters {
 		switch {
 		case !cl.Readable():
-			out.Unavailable = append(out.Unavailable, SidebarRef{ID: cl.ID, Name: cl.Name, Reason: string(cl.AccessState)})
+			out.Unavailable = append(out.Unavailable, SidebarRef{ID: cl.ID, Name: cl.Name, Reason: Reason(cl.AccessState)})
 			continue
 		case cl.AccessLevel != AccessFull:
 			out.Limited = append(out.Limited, SidebarRef{ID: cl.ID, Name: cl.Name})
@@ -286,7 +286,7 @@ func (s *ArgoCD) Sidebar(ctx context.Context, p Principal) (Sidebar, error) {
 }
 
 // cardErr stands for a failed read of this reason in maxAge.
-func cardErr(reason string) error {
+func cardErr(reason Reason) error {
 	if reason == "" {
 		return nil
 	}
@@ -297,10 +297,10 @@ func cardErr(reason string) error {
 func (s *ArgoCD) card(cl Cluster, shared map[string]SharedCard) sidebarCard {
 	var c sidebarCard
 	if row, ok := shared[cl.ID]; ok {
-		c = sidebarCard{known: true, fetchedAt: row.FetchedAt, age: row.Age, reason: row.FailureReason}
+		c = sidebarCard{known: true, fetchedAt: row.FetchedAt, age: row.Age, reason: Reason(row.FailureReason)}
 		switch {
 		case row.Failed && c.reason == "":
-			c.reason = "internal"
+			c.reason = ReasonInternal
 		case !row.Failed && row.Summary != nil:
 			c.summary = *row.Summary
 		case !row.Failed:
@@ -311,7 +311,7 @@ func (s *ArgoCD) card(cl Cluster, shared map[string]SharedCard) sidebarCard {
 		c = sidebarCard{known: true, fetchedAt: snap.FetchedAt, age: s.Cache.Age(snap), summary: snap.Summary}
 		if snap.Err != nil {
 			if c.reason = ErrorReason(snap.Err); c.reason == "" {
-				c.reason = "internal"
+				c.reason = ReasonInternal
 			}
 		}
 	}

@@ -117,7 +117,7 @@ func ErrNotReadable(c Cluster) error {
 	if c.AccessReason != "" {
 		msg += " " + c.AccessReason
 	}
-	return ReasonError(EUPSTREAM, "cluster_unreachable", msg)
+	return ReasonError(EUPSTREAM, ReasonClusterUnreachable, msg)
 }
 
 // Key identifies the cluster across teams: ids are chosen per team and are
@@ -137,7 +137,7 @@ type ClusterStore interface {
 
 // ErrClusterNotFound is the error for a cluster id the team does not have.
 func ErrClusterNotFound() error {
-	return ReasonError(ENOTFOUND, "cluster_not_found", "The cluster does not exist in your team.")
+	return ReasonError(ENOTFOUND, ReasonClusterNotFound, "The cluster does not exist in your team.")
 }
 
 // Clusters is the cluster use case.

@@ -34,8 +34,9 @@ type Error struct {
 	Code    string
 	Message string
 	// Reason refines Code for clients that act on it (the wire code), e.g.
-	// "cluster_not_found" or "argocd_forbidden". Empty means the code's default.
-	Reason string
+	// ReasonClusterNotFound or ReasonArgoCDForbidden. Empty means the code's
+	// default.
+	Reason Reason
 	Fields []FieldError
 	Err    error
 	// RetryAfter, when set, is how long the client should wait before
@@ -77,7 +78,7 @@ func ErrorCode(err error) string {
 }
 
 // ErrorReason returns the Reason of the first *Error in err's chain, or "".
-func ErrorReason(err error) string {
+func ErrorReason(err error) Reason {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Reason
@@ -86,7 +87,7 @@ func ErrorReason(err error) string {
 }
 
 // ReasonError returns an *Error with a code, a reason and a message.
-func ReasonError(code, reason, message string) *Error {
+func ReasonError(code string, reason Reason, message string) *Error {
 	return &Error{Code: code, Reason: reason, Message: message}
 }
 

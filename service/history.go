@@ -48,12 +48,12 @@ type History struct {
 	// (a deleted app still has the plans that touched it), and
 	// PartialReason says why.
 	Partial       bool    `json:"partial"`
-	PartialReason *string `json:"partial_reason"`
+	PartialReason *Reason `json:"partial_reason"`
 }
 
 // partialReasons are the reasons a history can be partial.
-var partialReasons = map[string]bool{
-	"cluster_unreachable": true, "argocd_forbidden": true, "argocd_not_installed": true, "app_not_found": true,
+var partialReasons = map[Reason]bool{
+	ReasonClusterUnreachable: true, ReasonArgoCDForbidden: true, ReasonArgoCDNotInstalled: true, ReasonAppNotFound: true,
 }
 
 // History returns the Action Plans visible to the caller that touched the
@@ -85,14 +85,14 @@ func (s *ArgoCD) History(ctx context.Context, p Principal, clusterID, appID stri
 	case snap.Err != nil:
 		reason := ErrorReason(snap.Err)
 		if !partialReasons[reason] {
-			reason = "cluster_unreachable"
+			reason = ReasonClusterUnreachable
 		}
 		h.Partial, h.PartialReason = true, &reason
 	default:
 		if a, ok := snap.App(appID); ok {
 			app = &a
 		} else {
-			reason := "app_not_found"
+			reason := ReasonAppNotFound
 			h.Partial, h.PartialReason = true, &reason
 		}
 	}

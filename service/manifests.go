@@ -36,8 +36,8 @@ type RenderOutput struct {
 	Manifests  []byte
 	SourceType string
 	Notes      []string
-	Code       string
-	Reason     string
+	Code       Reason
+	Reason     Reason
 	Message    string
 	// Masked reports that the renderer masked Manifests, Notes and Message
 	// itself (the render child, under its limits), and Secrets are the
@@ -97,7 +97,7 @@ type SourceManifests struct {
 
 // SourceError is why one source did not render.
 type SourceError struct {
-	Code    string `json:"code"`
+	Code    Reason `json:"code"`
 	Message string `json:"message"`
 }
 
@@ -224,7 +224,7 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 	commit string, refs refSources) SourceManifests {
 	refFiles := refs.files
 	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
-	fail := func(code, msg string) SourceManifests {
+	fail := func(code Reason, msg string) SourceManifests {
 		part.Error = &SourceError{Code: code, Message: msg}
 		return part
 	}
@@ -348,7 +348,7 @@ func (s *RepoView) ManifestsTool(ctx context.Context, p Principal, clusterID, ap
 			if src.Error.Code == ReasonRenderBusy {
 				msg = renderBusyText(lang)
 			}
-			b.WriteString(m.redactor.Redact("# "+src.Error.Code+": "+msg) + "\n")
+			b.WriteString(m.redactor.Redact("# "+string(src.Error.Code)+": "+msg) + "\n")
 			continue
 		}
 		b.WriteString(src.Manifests)

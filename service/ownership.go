@@ -144,13 +144,13 @@ type ArgoCDWarning struct {
 
 // RecheckSkipped says why the approval's re-detection was incomplete, and when.
 type RecheckSkipped struct {
-	Reason string    `json:"reason"`
+	Reason Reason    `json:"reason"`
 	At     time.Time `json:"at"`
 }
 
 // Skip says why detection could not finish; it never blocks a change.
 type Skip struct {
-	Reason  string `json:"reason"`
+	Reason  Reason `json:"reason"`
 	Message string `json:"message"`
 }
 

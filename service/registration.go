@@ -106,7 +106,7 @@ func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCl
 		return Cluster{}, err
 	}
 	if account.State == AccountDeleting || account.State == AccountDisconnected {
-		return Cluster{}, ReasonError(ECONFLICT, "conflict", "The AWS account is "+string(account.State)+".")
+		return Cluster{}, ReasonError(ECONFLICT, ReasonConflict, "The AWS account is "+string(account.State)+".")
 	}
 	if s.AWS == nil {
 		return Cluster{}, ErrAWSUnavailable()
@@ -121,10 +121,10 @@ func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCl
 		return Cluster{}, err
 	}
 	if eks.Status != "ACTIVE" {
-		return Cluster{}, ReasonError(EVALIDATION, "cluster_not_active", "The EKS cluster is "+eks.Status+", not ACTIVE; register it when it is.")
+		return Cluster{}, ReasonError(EVALIDATION, ReasonClusterNotActive, "The EKS cluster is "+eks.Status+", not ACTIVE; register it when it is.")
 	}
 	if eks.AuthenticationMode != "API" && eks.AuthenticationMode != "API_AND_CONFIG_MAP" {
-		return Cluster{}, ReasonError(EVALIDATION, "authentication_mode_unsupported",
+		return Cluster{}, ReasonError(EVALIDATION, ReasonAuthenticationModeUnsupported,
 			"The cluster's authentication mode is "+eks.AuthenticationMode+"; access entries need API or API_AND_CONFIG_MAP "+
 				"(aws eks update-cluster-config --name <cluster> --access-config authenticationMode=API_AND_CONFIG_MAP).")
 	}
@@ -239,7 +239,7 @@ func (s *Registrations) retryable(err error, a Account, c Cluster, now time.Time
 	if giveUp == 0 {
 		giveUp = 10 * time.Minute
 	}
-	return since < giveUp || ErrorReason(err) == "aws_unavailable"
+	return since < giveUp || ErrorReason(err) == ReasonAWSUnavailable
 }
 
 // accountOf returns the cluster's account and its team's ExternalId, the
@@ -334,7 +334,7 @@ func (s *Registrations) eksCluster(ctx context.Context, p Principal, id string) 
 		return c, err
 	}
 	if c.Kind != ClusterEKS {
-		return c, ReasonError(ECONFLICT, "conflict", "This cluster is configured by the operator (static); only EKS clusters are registered through the API.")
+		return c, ReasonError(ECONFLICT, ReasonConflict, "This cluster is configured by the operator (static); only EKS clusters are registered through the API.")
 	}
 	if s.AWS == nil || s.Jobs == nil {
 		return c, ErrAWSUnavailable()

@@ -28,15 +28,6 @@ const (
 	renderEntryOverhead = 512
 )
 
-// Reasons of a render_failed RenderOutput that the replica's load and
-// limits decided rather than the source: such answers are not cached, the
-// next request renders again.
-const (
-	ReasonRenderTimeout       = "render_timeout"        // killed at KUKIE_RENDER_TIMEOUT
-	ReasonRenderMemory        = "render_memory"         // died under its memory limit
-	ReasonRenderProcessFailed = "render_process_failed" // died without a result
-)
-
 // cacheableRender reports whether the same inputs would give out again.
 func cacheableRender(out RenderOutput) bool {
 	switch out.Reason {

@@ -145,7 +145,7 @@ func (r *reasonRenderer) Render(_ context.Context, in RenderInput) (RenderOutput
 	r.n.Add(1)
 	var src struct{ Path string }
 	_ = json.Unmarshal(in.Spec, &src)
-	return RenderOutput{SourceType: "helm", Code: ReasonRenderFailed, Reason: strings.TrimPrefix(src.Path, "template_error"),
+	return RenderOutput{SourceType: "helm", Code: ReasonRenderFailed, Reason: Reason(strings.TrimPrefix(src.Path, "template_error")),
 		Message: "render failed: " + src.Path}, nil
 }
 
@@ -153,7 +153,7 @@ func (r *reasonRenderer) Render(_ context.Context, in RenderInput) (RenderOutput
 // limit, a child that died) is not cached; a template error is.
 func TestManifestsLoadDependentFailuresNotCached(t *testing.T) {
 	for _, tt := range []struct {
-		reason  string
+		reason  Reason
 		renders int32
 	}{
 		{ReasonRenderTimeout, 2},
@@ -161,9 +161,9 @@ func TestManifestsLoadDependentFailuresNotCached(t *testing.T) {
 		{ReasonRenderProcessFailed, 2},
 		{"template_error", 1}, // Reason "": deterministic
 	} {
-		t.Run(tt.reason, func(t *testing.T) {
+		t.Run(string(tt.reason), func(t *testing.T) {
 			const repo = "https://github.com/org/gitops"
-			src := AppSource{RepoURL: repo, Path: tt.reason, Spec: json.RawMessage(`{"path":"` + tt.reason + `"}`)}
+			src := AppSource{RepoURL: repo, Path: string(tt.reason), Spec: json.RawMessage(`{"path":"` + string(tt.reason) + `"}`)}
 			app := Application{ID: "web", Name: "web", Namespace: "argocd", Sources: []AppSource{src},
 				Sync: AppSync{Revision: "abc", ComparedTo: []AppSource{src}}}
 			cache, err := NewSnapshotCache(listApps{apps: []Application{app}}, 4, time.Now, nil)

@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// ReasonRenderBusy is a source's error (and a single-source answer's 503
-// problem) when its render waited longer than the queue timeout for a slot.
-const ReasonRenderBusy = "render_busy"
-
 // Reasons a render left the queue without a slot
 // (RenderQueueMetrics.RenderRejected).
 const (

@@ -250,14 +250,14 @@ const (
 // ErrSecretKeysNotConfigured is the answer for credentials with a secret
 // when the server has no KUKIE_SECRET_KEYS.
 func ErrSecretKeysNotConfigured() error {
-	return ReasonError(EVALIDATION, "secret_keys_not_configured",
+	return ReasonError(EVALIDATION, ReasonSecretKeysNotConfigured,
 		"This server cannot store repository secrets: KUKIE_SECRET_KEYS is not configured. Only auth type none is accepted.")
 }
 
 // ErrRepoAuthNotFound is the answer when a cluster has no stored
 // repository credentials.
 func ErrRepoAuthNotFound() error {
-	return ReasonError(ENOTFOUND, "repo_auth_not_found", "The cluster has no repository credentials.")
+	return ReasonError(ENOTFOUND, ReasonRepoAuthNotFound, "The cluster has no repository credentials.")
 }
 
 // SealRepoAuth validates credentials and seals their secrets with k's

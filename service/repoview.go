@@ -14,17 +14,6 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// The repo tab's failures, as problem codes.
-const (
-	ReasonRepoNotConnected      = "repo_not_connected"
-	ReasonRepoUnreachable       = "repo_unreachable"
-	ReasonRepoAuthFailed        = "repo_auth_failed"
-	ReasonRefNotFound           = "ref_not_found"
-	ReasonPathNotFound          = "path_not_found"
-	ReasonRenderFailed          = "render_failed"
-	ReasonSourceTypeUnsupported = "source_type_unsupported"
-)
-
 // MaxRepoFileBytes is the largest file the repo tab shows.
 const MaxRepoFileBytes = 1 << 20
 
@@ -128,7 +117,7 @@ type RepoTree struct {
 	Truncated bool         `json:"truncated"`
 	// AppsUnavailable says why folders carry no app links (limited_access,
 	// or the reason the Applications could not be read); "" when they do.
-	AppsUnavailable string `json:"apps_unavailable,omitempty"`
+	AppsUnavailable Reason `json:"apps_unavailable,omitempty"`
 }
 
 // RepoFile is one file of the connected repository, masked.
@@ -187,14 +176,14 @@ func (s *RepoView) Tree(ctx context.Context, p Principal, clusterID, ref, dir st
 	var apps []Application
 	switch {
 	case c.AccessLevel != AccessFull:
-		t.AppsUnavailable = "limited_access"
+		t.AppsUnavailable = ReasonLimitedAccess
 	case s.ArgoCD == nil:
 		t.AppsUnavailable = "argocd_unavailable"
 	default:
 		if snap := s.ArgoCD.Cache.Get(ctx, c, false); snap.Err != nil {
 			t.AppsUnavailable = ErrorReason(snap.Err)
 			if t.AppsUnavailable == "" {
-				t.AppsUnavailable = "cluster_unreachable"
+				t.AppsUnavailable = ReasonClusterUnreachable
 			}
 		} else {
 			apps = snap.Apps
@@ -332,7 +321,7 @@ func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
 		case ErrorReason(err) == ReasonRenderBusy:
 			text = renderBusyText(lang)
 		case code == EVALIDATION || code == EINVALID || code == EUNAUTHENTICATED || code == EFORBIDDEN ||
-			ErrorReason(err) == "cluster_not_found":
+			ErrorReason(err) == ReasonClusterNotFound:
 			return ToolAnswer{}, err
 		default:
 			text = ErrorMessage(err)

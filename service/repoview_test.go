@@ -72,7 +72,10 @@ func TestRepoView(t *testing.T) {
 	if f, err := v.File(ctx, p, "c1", "bin/logo.png", ""); err != nil || !f.Binary || f.Content != "" || f.Size != 6 {
 		t.Errorf("binary = %+v, %v", f, err)
 	}
-	for _, c := range []struct{ path, reason string }{
+	for _, c := range []struct {
+		path   string
+		reason Reason
+	}{
 		{"nope.yaml", ReasonPathNotFound}, {"../etc/passwd", ""}, {"apps/../../x", ""},
 	} {
 		_, err := v.File(ctx, p, "c1", c.path, "")

@@ -144,11 +144,6 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	return s
 }
 
-// ReasonArgoCDNotInstalled is the failure reason of a read of a cluster
-// without Argo CD's Application resource: an answer, remembered
-// NotInstalledTTL.
-const ReasonArgoCDNotInstalled = "argocd_not_installed"
-
 // CacheObserver is told about cache events: "hit", "miss", "refresh",
 // and with shared snapshots "shared_hit" (another replica's read was
 // used), "shared_wait" (waited for another replica's read) and
@@ -330,7 +325,7 @@ func (c *SnapshotCache) read(ctx context.Context, cl Cluster, refresh bool, shar
 	defer cancel()
 	started := c.now() // the snapshot is at least as fresh as the read's start
 	read, err := c.reader.ListApplications(readCtx, cl)
-	if c.Refused != nil && ErrorReason(err) == "cluster_unauthorized" {
+	if c.Refused != nil && ErrorReason(err) == ReasonClusterUnauthorized {
 		c.Refused(readCtx, cl, err)
 	}
 	at := started

@@ -27,7 +27,11 @@ type snapshotRecord struct {
 }
 
 // snapshotFailure is a failed read as replicas share it.
-type snapshotFailure struct{ Code, Reason, Message string }
+type snapshotFailure struct {
+	Code    string
+	Reason  Reason
+	Message string
+}
 
 // EncodeSnapshot returns the shared encoding of s and its content hash
 // (which covers the schema version too, so a new version is never taken

@@ -104,7 +104,7 @@ func (c *SnapshotCache) usable(row SharedSnapshot, refresh bool) bool {
 	}
 	var err error
 	switch {
-	case row.FailureReason == ReasonArgoCDNotInstalled:
+	case Reason(row.FailureReason) == ReasonArgoCDNotInstalled:
 		err = ReasonError(ENOTFOUND, ReasonArgoCDNotInstalled, "")
 	case row.Failed:
 		err = errFailedRead
@@ -209,7 +209,7 @@ func (c *SnapshotCache) readUnderLease(ctx context.Context, cl Cluster, refresh 
 		c.logShared(ctx, cl, "encode", err)
 		return s
 	}
-	w := SharedWrite{ContentHash: hash, FailureCode: ErrorCode(s.Err), FailureReason: ErrorReason(s.Err)}
+	w := SharedWrite{ContentHash: hash, FailureCode: ErrorCode(s.Err), FailureReason: string(ErrorReason(s.Err))}
 	if hash != lease.PrevHash {
 		w.Encoding = enc
 	}
@@ -230,7 +230,7 @@ func (c *SnapshotCache) readUnderLease(ctx context.Context, cl Cluster, refresh 
 // flight's budget.
 func (c *SnapshotCache) timedOut(ctx context.Context) *Snapshot {
 	return &Snapshot{FetchedAt: c.now(), localAt: c.now(),
-		Err: &Error{Code: EUPSTREAM, Reason: "cluster_unreachable", Message: msgReadTimeout, Err: ctx.Err()}}
+		Err: &Error{Code: EUPSTREAM, Reason: ReasonClusterUnreachable, Message: msgReadTimeout, Err: ctx.Err()}}
 }
 
 // alone reads the cluster without the shared table, which failed.

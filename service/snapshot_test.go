@@ -51,7 +51,7 @@ type cacheStep struct {
 
 // runCacheSteps runs steps against c, whose reads r counts; every snapshot
 // must fail with reason (none when "").
-func runCacheSteps(t *testing.T, c *SnapshotCache, clock *testclock.Clock, r *countingReader, reason string, steps []cacheStep) {
+func runCacheSteps(t *testing.T, c *SnapshotCache, clock *testclock.Clock, r *countingReader, reason Reason, steps []cacheStep) {
 	t.Helper()
 	for i, s := range steps {
 		clock.Advance(s.advance)

@@ -107,7 +107,7 @@ func (s *Switches) ChooseLevel(ctx context.Context, p Principal, accountID strin
 		return a, err
 	}
 	if a.State == AccountDeleting {
-		return a, ReasonError(ECONFLICT, "conflict", "The AWS account is being disconnected.")
+		return a, ReasonError(ECONFLICT, ReasonConflict, "The AWS account is being disconnected.")
 	}
 	if s.AWS == nil || s.Trigger == nil {
 		return a, ErrAWSUnavailable()

@@ -49,7 +49,7 @@ func mustCreateAccount(tb testing.TB, db *store.DB, a service.Account) service.A
 }
 
 // wantError fails unless err has the code and reason.
-func wantError(tb testing.TB, err error, code, reason string) {
+func wantError(tb testing.TB, err error, code string, reason service.Reason) {
 	tb.Helper()
 	if service.ErrorCode(err) != code || service.ErrorReason(err) != reason {
 		tb.Errorf("error %v: code %q reason %q, want %q %q", err, service.ErrorCode(err), service.ErrorReason(err), code, reason)

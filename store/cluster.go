@@ -122,7 +122,7 @@ func (db *DB) CreateCluster(ctx context.Context, c service.Cluster, now time.Tim
 			return err
 		}
 		if state == service.AccountDeleting || state == service.AccountDisconnected {
-			return service.ReasonError(service.ECONFLICT, "conflict", "The AWS account is "+string(state)+".")
+			return service.ReasonError(service.ECONFLICT, service.ReasonConflict, "The AWS account is "+string(state)+".")
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, namespaces,
 				argocd_namespace, account_id, region, eks_name, endpoint, ca_data, access_state, access_reason,
@@ -160,7 +160,7 @@ func (db *DB) SetClusterAccess(ctx context.Context, teamID, id string, a service
 		// Not updated: no such EKS cluster of the team, or one being removed.
 		if cur, gerr := db.GetCluster(ctx, teamID, id); gerr == nil && cur.Kind == service.ClusterEKS &&
 			cur.AccessState == service.AccessDeleting {
-			return c, service.ReasonError(service.ECONFLICT, "conflict", "The cluster is being removed.")
+			return c, service.ReasonError(service.ECONFLICT, service.ReasonConflict, "The cluster is being removed.")
 		}
 		return c, service.ErrClusterNotFound()
 	}

@@ -127,20 +127,3 @@ func TestRenderMetrics(t *testing.T) {
 		t.Errorf("kukie_render_queue_wait_seconds count = %v, want 1 (the admitted render)", got)
 	}
 }
-
-// The child's load-dependent failures reach the service as its reasons, so
-// it does not cache them; other reasons pass unchanged.
-func TestRepoRenderReasonMapping(t *testing.T) {
-	tests := map[string]string{
-		render.ReasonTimeout:                 service.ReasonRenderTimeout,
-		render.ReasonMemoryLimit:             service.ReasonRenderMemory,
-		render.ReasonProcessFailed:           service.ReasonRenderProcessFailed,
-		render.ReasonHelmDependenciesMissing: render.ReasonHelmDependenciesMissing,
-		"":                                   "",
-	}
-	for in, want := range tests {
-		if got := renderReason(in); got != want {
-			t.Errorf("renderReason(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

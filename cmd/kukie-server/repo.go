@@ -107,24 +107,10 @@ func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (serv
 	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes,
 		Masked: res.Masked, Secrets: res.Secrets}
 	if res.Error != nil {
-		out.Code, out.Reason, out.Message = res.Error.Code, renderReason(res.Error.Reason), res.Error.Message
+		// render's codes and reasons are the service's (internal/render/request.go).
+		out.Code, out.Reason, out.Message = service.Reason(res.Error.Code), service.Reason(res.Error.Reason), res.Error.Message
 	}
 	return out, nil
-}
-
-// renderReason maps the render package's reasons to the service's where
-// the service acts on them (the load-dependent failures it does not cache);
-// others pass as they are.
-func renderReason(reason string) string {
-	switch reason {
-	case render.ReasonTimeout:
-		return service.ReasonRenderTimeout
-	case render.ReasonMemoryLimit:
-		return service.ReasonRenderMemory
-	case render.ReasonProcessFailed:
-		return service.ReasonRenderProcessFailed
-	}
-	return reason
 }
 
 // sealerOf is the keyring as a service.Sealer, nil (not a typed nil) when

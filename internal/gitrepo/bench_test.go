@@ -24,7 +24,7 @@ func (inProcessRenderer) Render(_ context.Context, in service.RenderInput) (serv
 	res := render.Render(render.Request{Files: in.Files, Source: src, AppName: in.AppName, Namespace: in.Namespace})
 	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType}
 	if res.Error != nil {
-		out.Code, out.Message = res.Error.Code, res.Error.Message
+		out.Code, out.Message = service.Reason(res.Error.Code), res.Error.Message
 	}
 	return out, nil
 }

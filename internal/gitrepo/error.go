@@ -10,19 +10,20 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// Wire codes (service.Error.Reason) of the failures this package reports.
+// Wire codes (service.Error.Reason) of the failures this package reports,
+// named for this package; the values are the service's.
 // Each error is a *service.Error whose Code gives the HTTP class: 422 for
 // credentials, host keys and limits, 404 for refs, 503 for a busy replica,
 // 502 for the rest.
 const (
-	ReasonRepoAuthFailed = "repo_auth_failed"  // credentials refused (EVALIDATION)
-	ReasonHostKey        = "host_key_mismatch" // SSH host key not the pinned one, or none pinned (EVALIDATION)
-	ReasonUnreachable    = "repo_unreachable"  // network, TLS, protocol, or no such repository (EUPSTREAM)
-	ReasonRefNotFound    = "ref_not_found"     // no such ref, or the commit is not in it (ENOTFOUND)
-	ReasonRepoTooLarge   = "repo_too_large"    // a file, the tree or the pack is over a limit (EVALIDATION)
-	ReasonRepoURLInvalid = "repo_url_invalid"  // not https:// or ssh, or credentials in the URL (EVALIDATION)
-	ReasonAuthInvalid    = "repo_auth_invalid" // a private key that does not parse, SSH without known_hosts (EVALIDATION)
-	ReasonFetchBusy      = "repo_fetch_busy"   // other fetches hold the memory fetches share; retry shortly (EUNAVAILABLE)
+	ReasonRepoAuthFailed = service.ReasonRepoAuthFailed
+	ReasonHostKey        = service.ReasonHostKeyMismatch
+	ReasonUnreachable    = service.ReasonRepoUnreachable
+	ReasonRefNotFound    = service.ReasonRefNotFound
+	ReasonRepoTooLarge   = service.ReasonRepoTooLarge
+	ReasonRepoURLInvalid = service.ReasonRepoURLInvalid
+	ReasonAuthInvalid    = service.ReasonRepoAuthInvalid
+	ReasonFetchBusy      = service.ReasonRepoFetchBusy
 )
 
 // fetchBusyRetry is the Retry-After of repo_fetch_busy: about what a

@@ -68,7 +68,7 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func wantReason(t *testing.T, err error, reason string) {
+func wantReason(t *testing.T, err error, reason service.Reason) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want %s", reason)

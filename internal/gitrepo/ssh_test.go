@@ -10,6 +10,7 @@ import (
 
 	"github.com/kukie/gitops-server/internal/gitrepo"
 	"github.com/kukie/gitops-server/internal/testkit/gittest"
+	"github.com/kukie/gitops-server/service"
 )
 
 func TestListRefsSSHKeys(t *testing.T) {
@@ -25,7 +26,7 @@ func TestListRefsSSHKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		auth   gitrepo.Auth
-		reason string
+		reason service.Reason
 	}{
 		{"ErrHostKeyMismatch", gitrepo.Auth{PrivateKey: key, KnownHosts: sAddr + " " + otherKey}, gitrepo.ReasonHostKey},
 		{"ErrHostUnknown", gitrepo.Auth{PrivateKey: key, KnownHosts: other.KnownHosts}, gitrepo.ReasonHostKey},

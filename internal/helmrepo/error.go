@@ -10,7 +10,7 @@ import (
 )
 
 // ReasonRepoURLInvalid is the reason for a repository URL that does not parse.
-const ReasonRepoURLInvalid = "repo_url_invalid"
+const ReasonRepoURLInvalid = service.ReasonRepoURLInvalid
 
 func authFailed(status int) error {
 	return &service.Error{Code: service.EVALIDATION, Reason: service.ReasonRepoAuthFailed,

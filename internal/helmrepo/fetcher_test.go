@@ -58,7 +58,7 @@ func mustRepo(tb testing.TB, opts gittest.HelmOptions) *gittest.HelmRepo {
 	return gittest.NewHelmRepo(tb, opts)
 }
 
-func wantReason(t *testing.T, err error, code, reason string) {
+func wantReason(t *testing.T, err error, code string, reason service.Reason) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil, want %s/%s", code, reason)
@@ -118,10 +118,11 @@ func TestChartErrors(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name                   string
-		client                 *http.Client
-		url, chart, version    string
-		code, reason, noSecret string
+		name                string
+		client              *http.Client
+		url, chart, version string
+		code, noSecret      string
+		reason              service.Reason
 	}{
 		{name: "ErrChartMissing", url: repo.URL, chart: "nope", version: "1.0.0",
 			code: service.ENOTFOUND, reason: service.ReasonRefNotFound},
@@ -288,7 +289,7 @@ func TestChartArchives(t *testing.T) {
 		url     string // the index's archive URL; {base} is the server's URL
 		digest  string
 		archive []byte
-		reason  string // "" = success
+		reason  service.Reason // "" = success
 	}{
 		{name: "RelativeURL", url: "charts/web-1.0.0.tgz", digest: digest(good), archive: good},
 		{name: "AbsoluteURL", url: "{base}/charts/web-1.0.0.tgz", digest: digest(good), archive: good},

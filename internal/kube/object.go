@@ -20,8 +20,8 @@ var _ service.ObjectReader = (*Reader)(nil)
 
 // Detection skip reasons beside the read failure classes.
 const (
-	ReasonKindUnknown = "kind_unknown"
-	ReasonBudget      = "budget_exceeded"
+	ReasonKindUnknown = service.ReasonKindUnknown
+	ReasonBudget      = service.ReasonBudgetExceeded
 )
 
 // ReadObject resolves ref's kind as kubectl does — ParseResourceArg, the

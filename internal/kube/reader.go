@@ -35,11 +35,11 @@ var applicationsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version:
 
 // Failure reasons of a cluster read (the problem codes clients see).
 const (
-	ReasonUnreachable  = "cluster_unreachable"
+	ReasonUnreachable  = service.ReasonClusterUnreachable
 	ReasonNotInstalled = service.ReasonArgoCDNotInstalled
-	ReasonForbidden    = "argocd_forbidden"
+	ReasonForbidden    = service.ReasonArgoCDForbidden
 	// ReasonUnauthorized: an EKS cluster refused Kukie's token.
-	ReasonUnauthorized = "cluster_unauthorized"
+	ReasonUnauthorized = service.ReasonClusterUnauthorized
 )
 
 // ClusterConnector gives a Kubernetes client configuration for a cluster.
@@ -244,9 +244,9 @@ func (r *Reader) observeList(err error, start time.Time) {
 	}
 	outcome := "ok"
 	if err != nil {
-		outcome = service.ErrorReason(err)
+		outcome = string(service.ErrorReason(err))
 		if outcome == "" {
-			outcome = "internal"
+			outcome = string(service.ReasonInternal)
 		}
 	}
 	r.opts.Observer.ObserveList(outcome, time.Since(start))
@@ -336,7 +336,7 @@ func connectorError(err error) error {
 	return nil
 }
 
-func reasonError(code, reason, msg string, err error) error {
+func reasonError(code string, reason service.Reason, msg string, err error) error {
 	return &service.Error{Code: code, Reason: reason, Message: msg, Err: err}
 }
 

@@ -165,7 +165,7 @@ func TestFailureClasses(t *testing.T) {
 		name       string
 		kubeconfig []byte
 		timeout    time.Duration
-		reason     string
+		reason     service.Reason
 		code       string
 	}{
 		{"LimitedUserOnArgoCluster", kubeconfig(t, withArgo, k8stest.UserLimited), answers, kube.ReasonForbidden, service.EFORBIDDEN},

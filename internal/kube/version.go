@@ -18,7 +18,7 @@ import (
 // ReasonDiscoveryForbidden: the cluster refused Kukie's connection its
 // version or its API discovery (open to every authenticated user unless a
 // cluster's RBAC was changed).
-const ReasonDiscoveryForbidden = "forbidden"
+const ReasonDiscoveryForbidden = service.ReasonForbidden
 
 // versionTTL is how long ClusterVersion keeps a cluster's version. When it
 // runs out, the cached discovery is read afresh too, so an upgrade or a CRD

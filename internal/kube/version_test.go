@@ -138,7 +138,7 @@ func TestClusterVersionFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		reader func(t *testing.T) (*kube.Reader, service.Cluster)
-		reason string
+		reason service.Reason
 		code   string
 	}{
 		{"VersionForbidden", withConnector(forbid("/version")), kube.ReasonDiscoveryForbidden, service.EFORBIDDEN},

@@ -37,7 +37,7 @@ var allowedImports = map[string][]string{
 	"internal/mask":      {"service"},
 	"internal/netguard":  {},
 	"internal/ownership": {"internal/argocd", "service"},
-	"internal/render":    {"internal/mask"},
+	"internal/render":    {"internal/mask", "service"},
 	"internal/sns":       {"service"},
 	"internal/layout":    {},
 

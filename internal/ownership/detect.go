@@ -109,7 +109,7 @@ func (d *Detector) readTargets(ctx context.Context, c service.Cluster, targets [
 	results := make(chan done, len(targets))
 	objects := d.Objects // abandoned reads must not touch d later
 	for i, ref := range targets {
-		read[i] = target{ref: ref, err: service.ReasonError(service.EUNAVAILABLE, "budget_exceeded",
+		read[i] = target{ref: ref, err: service.ReasonError(service.EUNAVAILABLE, service.ReasonBudgetExceeded,
 			"The detection budget ran out before this resource was read.")}
 		go func() {
 			info, err := objects.ReadObject(ctx, c, ref)
@@ -129,7 +129,7 @@ collect:
 	}
 	if received == 0 && len(targets) > 0 && ctx.Err() != nil {
 		for i := range read {
-			read[i].err = service.ReasonError(service.EUPSTREAM, "cluster_unreachable",
+			read[i].err = service.ReasonError(service.EUPSTREAM, service.ReasonClusterUnreachable,
 				"The cluster did not answer within the detection budget.")
 		}
 	}
@@ -183,9 +183,9 @@ func (d *Detector) readApplications(ctx context.Context, c service.Cluster, read
 			notInstalled: true}
 	}
 	if reason == "" || ctx.Err() != nil {
-		reason = budgetOr(ctx, "cluster_unreachable")
+		reason = budgetOr(ctx, service.ReasonClusterUnreachable)
 	}
-	return apps{note: "the cluster's Applications could not be read (" + reason + ")",
+	return apps{note: "the cluster's Applications could not be read (" + string(reason) + ")",
 		err: &service.Error{Code: service.ErrorCode(s.Err), Reason: reason, Message: service.ErrorMessage(s.Err), Err: s.Err}}
 }
 
@@ -229,7 +229,7 @@ func unmanaged(i service.ObjectInfo, reason string) service.Unmanaged {
 func (d *Detector) skip(ctx context.Context, out *service.Ownership, err error) {
 	reason := service.ErrorReason(err)
 	if reason == "" {
-		reason = budgetOr(ctx, "cluster_unreachable")
+		reason = budgetOr(ctx, service.ReasonClusterUnreachable)
 	}
 	if d.Log != nil {
 		d.Log.WarnContext(ctx, "ownership detection skipped a read", "reason", reason, "err", err)
@@ -239,9 +239,9 @@ func (d *Detector) skip(ctx context.Context, out *service.Ownership, err error) 
 	}
 }
 
-func budgetOr(ctx context.Context, reason string) string {
+func budgetOr(ctx context.Context, reason service.Reason) service.Reason {
 	if ctx.Err() != nil {
-		return "budget_exceeded"
+		return service.ReasonBudgetExceeded
 	}
 	return reason
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // Source types, as Argo CD names them in status.sourceType (lower case here).
@@ -16,8 +18,8 @@ const (
 
 // Error codes a render can fail with.
 const (
-	CodeRenderFailed          = "render_failed"
-	CodeSourceTypeUnsupported = "source_type_unsupported"
+	CodeRenderFailed          = string(service.ReasonRenderFailed)
+	CodeSourceTypeUnsupported = string(service.ReasonSourceTypeUnsupported)
 )
 
 // ReasonHelmDependenciesMissing is the Error.Reason of a chart whose
@@ -30,9 +32,9 @@ const ReasonHelmDependenciesMissing = "helm_dependencies_missing"
 // child died without a result under a memory limit (most likely the limit),
 // or it died without one with no memory limit set.
 const (
-	ReasonTimeout       = "render_timeout"
-	ReasonMemoryLimit   = "render_memory"
-	ReasonProcessFailed = "render_process_failed"
+	ReasonTimeout       = string(service.ReasonRenderTimeout)
+	ReasonMemoryLimit   = string(service.ReasonRenderMemory)
+	ReasonProcessFailed = string(service.ReasonRenderProcessFailed)
 )
 
 // Request is one source to render from one commit's tree. It is JSON-encoded on
