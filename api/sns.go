@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -127,17 +128,14 @@ func handleAccessChanges(log *slog.Logger, switches *service.Switches) http.Hand
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		var v service.ValidationErrors
-		limit, before := 0, int64(0)
-		if s := q.Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				v.Add("limit", "must be a number")
-			}
-			limit = n
-			if err == nil && n == 0 {
-				v.Add("limit", "must be between 1 and 200")
-			}
+		limit, err := service.ParseLimit(q.Get("limit"))
+		var se *service.Error
+		if errors.As(err, &se) {
+			// The route's contract answers 422 for every bad parameter,
+			// a limit that is not a number too.
+			v = append(v, se.Fields...)
 		}
+		before := int64(0)
 		if s := q.Get("before"); s != "" {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 1 {

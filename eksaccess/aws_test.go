@@ -329,7 +329,7 @@ func TestGrantAccessPropagation(t *testing.T) {
 	if err == nil || created {
 		t.Fatalf("GrantAccess = %v, %v; want the propagation error", created, err)
 	}
-	if !Retryable(err, time.Minute) || Retryable(err, 10*time.Minute) {
+	if !RetryableWithin(err, time.Minute, service.RegistrationPropagationWindow) || RetryableWithin(err, 10*time.Minute, service.RegistrationPropagationWindow) {
 		t.Errorf("an invalid principal right after the role change must be retryable, and not later: %v", err)
 	}
 	if created, err = fx.aws.GrantAccess(ctxFor(t), fx.account, teamExternalID, c); err != nil || !created {
@@ -500,7 +500,7 @@ func TestCheckAccessRefused(t *testing.T) {
 	c.Endpoint, c.CAData = srv.URL, []byte(ca)
 	err := fx.aws.CheckAccess(ctxFor(t), c)
 	wantReason(t, err, service.EUPSTREAM, ReasonClusterUnauthorized)
-	if !Retryable(err, time.Minute) || Retryable(err, time.Hour) {
+	if !RetryableWithin(err, time.Minute, service.RegistrationPropagationWindow) || RetryableWithin(err, time.Hour, service.RegistrationPropagationWindow) {
 		t.Errorf("a refused token is retryable only while the access entry may be propagating: %v", err)
 	}
 	srv.Close()
@@ -516,7 +516,7 @@ func TestCheckAccessRoleNoLongerAssumable(t *testing.T) {
 	c.Endpoint, c.CAData = srv.URL, []byte(ca)
 	err := fx.aws.CheckAccess(ctxFor(t), c)
 	wantReason(t, err, service.EVALIDATION, reasonAssumeRoleDenied)
-	if Retryable(err, time.Minute) {
+	if RetryableWithin(err, time.Minute, service.RegistrationPropagationWindow) {
 		t.Errorf("a role that refuses Kukie is not retried: %v", err)
 	}
 }

@@ -21,8 +21,8 @@ const checkTimeout = 10 * time.Second
 // CheckAccess confirms that the cluster accepts Kukie's token: a
 // SelfSubjectReview through the EKS connector (any authenticated user may
 // make one). A refused token is EUPSTREAM cluster_unauthorized (the access
-// entry may still be propagating: Retryable says so within
-// PropagationWindow); an unreachable endpoint is EUPSTREAM
+// entry may still be propagating: RetryableWithin says so within
+// service.RegistrationPropagationWindow); an unreachable endpoint is EUPSTREAM
 // cluster_unreachable.
 func (a *AWS) CheckAccess(ctx context.Context, c service.Cluster) error {
 	cfg, err := a.conn.RESTConfig(ctx, c)

@@ -40,25 +40,17 @@ const (
 	ReasonClusterUnreachable = service.ReasonClusterUnreachable
 )
 
-// PropagationWindow is how long after a role or stack change IAM and EKS
-// refusals are taken for propagation delays and retried.
-const PropagationWindow = 5 * time.Minute
-
-// Retryable reports whether the job runner should try err's operation
-// again, sinceRoleChange after the role or stack last changed: throttling,
-// 5xx and network failures (of AWS or of the cluster) always; within PropagationWindow also
-// CreateAccessEntry's InvalidParameterException ("invalid principal" while
-// a new role propagates), EKS AccessDeniedException (a new IAM policy
-// propagating) and a cluster that does not accept the token yet (access
-// entries are eventually consistent). Everything else is permanent. It
-// decides by operation, error code and elapsed time, never by message text.
-func Retryable(err error, sinceRoleChange time.Duration) bool {
-	return RetryableWithin(err, sinceRoleChange, PropagationWindow)
-}
-
-// RetryableWithin is Retryable with the propagation window given: a level
-// switch retries AccessDeniedException for KUKIE_SWITCH_RETRY_BUDGET after
-// the stack event, the time the template's new IAM policy takes to apply.
+// RetryableWithin reports whether the job runner should try err's
+// operation again, sinceChange after the role, stack or cluster last
+// changed: throttling, 5xx and network failures (of AWS or of the cluster)
+// always; within window also CreateAccessEntry's InvalidParameterException
+// ("invalid principal" while a new role propagates), EKS
+// AccessDeniedException (a new IAM policy propagating) and a cluster that
+// does not accept the token yet (access entries are eventually consistent).
+// Everything else is permanent. It decides by operation, error code and
+// elapsed time, never by message text. The windows are the service's: a
+// registration's service.RegistrationPropagationWindow, a level switch's
+// KUKIE_SWITCH_RETRY_BUDGET.
 func RetryableWithin(err error, sinceChange, window time.Duration) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false

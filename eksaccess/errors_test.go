@@ -53,8 +53,8 @@ func TestRetryable(t *testing.T) {
 		{"Nil", nil, time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Retryable(tc.err, tc.since); got != tc.want {
-				t.Errorf("Retryable(%v, %v) = %v, want %v", tc.err, tc.since, got, tc.want)
+			if got := RetryableWithin(tc.err, tc.since, service.RegistrationPropagationWindow); got != tc.want {
+				t.Errorf("RetryableWithin(%v, %v, service.RegistrationPropagationWindow) = %v, want %v", tc.err, tc.since, got, tc.want)
 			}
 		})
 	}

@@ -247,7 +247,7 @@ func TestApplyLevel(t *testing.T) {
 			}
 			if tc.code != "" {
 				wantReason(t, err, tc.code, tc.reason)
-				if Retryable(err, time.Minute) != tc.retryable {
+				if RetryableWithin(err, time.Minute, service.RegistrationPropagationWindow) != tc.retryable {
 					t.Errorf("Retryable(%v) within the propagation window = %v, want %v", err, !tc.retryable, tc.retryable)
 				}
 				if got.Reason != service.ErrorMessage(err) {
@@ -343,7 +343,7 @@ func TestApplyLevelRemovesAdminAfterContextEnds(t *testing.T) {
 	jobCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	got, err := fx.aws.ApplyLevel(jobCtx, fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, nil)
-	if !Retryable(err, time.Hour) {
+	if !RetryableWithin(err, time.Hour, service.RegistrationPropagationWindow) {
 		t.Errorf("err = %v, want the Edit step's timeout, retryable", err)
 	}
 	if got.State != service.AccessDegraded || got.Level != service.AccessLimited {

@@ -182,7 +182,7 @@ func (s *Clusters) SetGitOpsRepo(ctx context.Context, p Principal, clusterID, re
 	if problem := RepoURLCredentialProblem(repoURL); problem != "" {
 		v.Add("repo_url", "%s", problem)
 	}
-	if repoURL != "" && !LooksLikeRepoURL(repoURL) {
+	if repoURL != "" && !ValidRepoURL(repoURL) {
 		v.Add("repo_url", "must be a Git repository URL such as https://github.com/org/repo or git@github.com:org/repo.git")
 	}
 	if err := v.Err(); err != nil {

@@ -29,8 +29,12 @@ func ValidAppID(id string) bool {
 	if !split {
 		return validObjectName(id)
 	}
-	return dns1123Label.MatchString(ns) && validObjectName(name)
+	return validDNSLabel(ns) && validObjectName(name)
 }
+
+// validDNSLabel reports a DNS-1123 label, what Kubernetes accepts as a
+// namespace: the one home of the rule (app ids, registration's namespaces).
+func validDNSLabel(s string) bool { return dns1123Label.MatchString(s) }
 
 // validObjectName reports a DNS-1123 subdomain: what Kubernetes accepts as
 // the name of most objects, Applications included.

@@ -312,8 +312,10 @@ func (s *Plans) List(ctx context.Context, p Principal, q PlanQuery) (PlanPage, e
 	return page, nil
 }
 
-// Approve moves a pending plan to approved. A person decides: an agent token
-// is refused even when it also carries member or admin.
+// Approve moves a pending plan to approved. A person decides: the route
+// table (api/routes.go, humanOnly) refuses an agent token even when it also
+// carries member or admin — role rules live there, in one place, where
+// OpenAPI documents them and the tenancy matrix walks every route.
 func (s *Plans) Approve(ctx context.Context, p Principal, id string) (Plan, error) {
 	return s.decide(ctx, p, id, PlanApproved)
 }
@@ -324,9 +326,6 @@ func (s *Plans) Reject(ctx context.Context, p Principal, id string) (Plan, error
 }
 
 func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatus) (Plan, error) {
-	if p.IsAgent() {
-		return Plan{}, Errorf(EFORBIDDEN, "The agent cannot approve or reject plans; a person decides.")
-	}
 	if !validPlanID(id) {
 		return Plan{}, ErrPlanNotFound()
 	}

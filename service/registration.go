@@ -55,23 +55,24 @@ type Registrations struct {
 	// Attempt bounds the in-request attempt (default 10 s); a change AWS
 	// is still propagating then finishes in a job.
 	Attempt time.Duration
-	// GiveUp is how long propagation-type failures are retried after the
-	// account's last change (default 10 min).
-	GiveUp time.Duration
 	// Switches runs an account's level switch again (the reconcile of a
 	// cluster a switch left revocation_failed, upgrade_failed or
 	// namespace_not_allowed); nil when AWS is not configured.
 	Switches SwitchTrigger
 	// Retryable, when set, is the AWS adapter's judgement of a failure
 	// (by operation, error code and the time since the role or stack
-	// changed); failures it does not recognise fall back to the rule below.
-	Retryable func(err error, sinceRoleChange time.Duration) bool
+	// changed, within the window given); failures it does not recognise
+	// fall back to the rule below.
+	Retryable func(err error, sinceChange, window time.Duration) bool
 }
 
-var (
-	eksName   = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
-	namespace = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-)
+// RegistrationPropagationWindow is how long after the last change of an
+// account or a cluster a registration takes IAM and EKS refusals for
+// propagation and retries them: the one window of registrations
+// (KUKIE_SWITCH_RETRY_BUDGET governs level switches only).
+const RegistrationPropagationWindow = 5 * time.Minute
+
+var eksName = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
 
 func (s *Registrations) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
@@ -94,7 +95,7 @@ func (s *Registrations) Register(ctx context.Context, p Principal, in RegisterCl
 		v.Add("namespaces", "must name at least one namespace (a later switch to limited needs them)")
 	}
 	for i, ns := range in.Namespaces {
-		if !namespace.MatchString(ns) {
+		if !validDNSLabel(ns) {
 			v.Add(fmt.Sprintf("namespaces[%d]", i), "must be a Kubernetes namespace name")
 		}
 	}
@@ -222,24 +223,20 @@ func (s *Registrations) setAccess(ctx context.Context, c Cluster, state AccessSt
 // the AWS adapter's judgement when it has one (by operation, error code and
 // time since the last change of the account or the cluster — propagation
 // is measured from whichever changed last), else AWS unavailable, or a
-// propagation-type failure within the give-up window.
+// propagation-type failure within RegistrationPropagationWindow.
 func (s *Registrations) retryable(err error, a Account, c Cluster, now time.Time) bool {
 	changed := a.UpdatedAt
 	if c.UpdatedAt.After(changed) {
 		changed = c.UpdatedAt
 	}
 	since := now.Sub(changed)
-	if s.Retryable != nil && s.Retryable(err, since) {
+	if s.Retryable != nil && s.Retryable(err, since, RegistrationPropagationWindow) {
 		return true
 	}
 	if ErrorCode(err) != EUNAVAILABLE {
 		return false
 	}
-	giveUp := s.GiveUp
-	if giveUp == 0 {
-		giveUp = 10 * time.Minute
-	}
-	return since < giveUp || ErrorReason(err) == ReasonAWSUnavailable
+	return since < RegistrationPropagationWindow || ErrorReason(err) == ReasonAWSUnavailable
 }
 
 // accountOf returns the cluster's account and its team's ExternalId, the

@@ -45,12 +45,40 @@ func isDefaultPort(scheme, port string) bool {
 	return (scheme == "https" && port == "443") || (scheme == "http" && port == "80")
 }
 
-// LooksLikeRepoURL reports whether s names a repository on a host: its
-// normalised form is host/path.
-func LooksLikeRepoURL(s string) bool {
-	n := NormalizeRepoURL(s)
-	host, path, ok := strings.Cut(n, "/")
-	return ok && host != "" && path != "" && !strings.ContainsAny(n, " \t\n") && strings.Contains(host, ".")
+// ValidRepoURL is the one rule of a repository URL Kukie fetches:
+// https://host/path, ssh://[user@]host[:port]/path or scp-like
+// [user@]host:path, with no password and no user on https (credentials
+// belong in the connection's auth). http, git, file, ext:: and every other
+// form are refused. Checked when a repository is connected, and again by the
+// fetcher (internal/gitrepo), which also requires go-git to parse it the
+// same way; where the URL may connect to is decided at dial time by the
+// guarded dialer, not here.
+func ValidRepoURL(raw string) bool {
+	s := strings.TrimSpace(raw)
+	if s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
+		return false
+	}
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || u.Hostname() == "" || strings.Trim(u.Path, "/") == "" {
+			return false
+		}
+		if _, hasPassword := u.User.Password(); hasPassword {
+			return false
+		}
+		return u.Scheme == "ssh" || (u.Scheme == "https" && u.User == nil)
+	}
+	// scp-like: [user@]host:path, no port-only or option-like forms.
+	rest := s
+	if at := strings.Index(rest, "@"); at >= 0 && at < strings.Index(rest, ":") {
+		if at == 0 {
+			return false
+		}
+		rest = rest[at+1:]
+	}
+	host, path, ok := strings.Cut(rest, ":")
+	return ok && host != "" && !strings.HasPrefix(s, "-") && strings.Trim(path, "/") != "" &&
+		!strings.HasPrefix(path, ":") && !strings.HasPrefix(path, `\`) && !strings.ContainsAny(host, "/\\")
 }
 
 // Credentials in repository URLs. Whatever a repository URL carries is shown

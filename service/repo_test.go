@@ -34,9 +34,13 @@ func TestNormalizeRepoURL(t *testing.T) {
 		}
 	}
 	for s, ok := range map[string]bool{"https://github.com/org/repo": true, "git@github.com:org/repo.git": true,
-		"not a url": false, "https://github.com": false, "repo": false} {
-		if LooksLikeRepoURL(s) != ok {
-			t.Errorf("LooksLikeRepoURL(%q) = %v", s, !ok)
+		"ssh://git@github.com:22/org/repo.git": true, "https://git.internal/org/repo": true,
+		"not a url": false, "https://github.com": false, "repo": false, "http://github.com/org/repo": false,
+		"https://tok@github.com/org/repo": false, "ssh://git:pw@github.com/org/repo": false,
+		"file:///etc/repo": false, "git://github.com/org/repo": false, "ext::sh -c x": false,
+		"-oProxyCommand=x:repo": false, "@host:repo": false, "/tmp/repo.git": false} {
+		if ValidRepoURL(s) != ok {
+			t.Errorf("ValidRepoURL(%q) = %v", s, !ok)
 		}
 	}
 }

@@ -34,8 +34,12 @@ type RepoFolder struct {
 	Apps []FolderApp `json:"apps"`
 }
 
-// kustomizationNames are the file names kustomize reads, in its order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+// KustomizationNames are the file names kustomize reads in a folder, in
+// its lookup order: Argo CD's KustomizationNames (util/kustomize/kustomize.go).
+// The one home of the list: the repo tab's folders and the render use it.
+func KustomizationNames() []string {
+	return []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+}
 
 // maxKustomizeDepth bounds how deep kustomizations referencing others are
 // followed (cycles end there too).
@@ -143,7 +147,7 @@ func kustomizeDirs(files map[string][]byte, dir string, depth int, seen map[stri
 	}
 	seen[dir] = true
 	var body []byte
-	for _, name := range kustomizationNames {
+	for _, name := range KustomizationNames() {
 		if b, ok := files[path.Join(dir, name)]; ok {
 			body = b
 			break

@@ -121,7 +121,7 @@ type fuzzKustomization struct {
 // (none when it is missing or does not parse).
 func kustomizeEntries(files map[string][]byte, dir string) []string {
 	var body []byte
-	for _, name := range kustomizationNames {
+	for _, name := range KustomizationNames() {
 		if b, ok := files[path.Join(dir, name)]; ok {
 			body = b
 			break

@@ -123,18 +123,13 @@ type AccessChangePage struct {
 }
 
 // History returns the account's switch steps, newest first: up to limit
-// (1–200, default 50) older than the step with id before (0: the newest).
+// (checkLimit: 1–200, default 50) older than the step with id before (0: the newest).
 func (s *Switches) History(ctx context.Context, p Principal, accountID string, limit int, before int64) (AccessChangePage, error) {
 	if _, err := s.account(ctx, p, accountID); err != nil {
 		return AccessChangePage{}, err
 	}
-	if limit == 0 {
-		limit = 50
-	}
-	if limit < 1 || limit > 200 {
-		var v ValidationErrors
-		v.Add("limit", "must be between 1 and 200")
-		return AccessChangePage{}, v.Err()
+	if err := checkLimit(&limit); err != nil {
+		return AccessChangePage{}, err
 	}
 	var cursor *int64
 	if before > 0 {

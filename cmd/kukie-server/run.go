@@ -261,7 +261,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	jobOpts := jobs.Options{Logger: log.With("component", "river"), JobTimeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter,
 		Sweep: db}
 	if awsAccess != nil {
-		registrations.Retryable = eksaccess.Retryable
+		registrations.Retryable = eksaccess.RetryableWithin
 		jobOpts.Switch = &jobs.SwitchOptions{Run: switches, Confirm: snsVerifier, Store: db,
 			ReconcileInterval: cfg.ReconcileInterval}
 	}

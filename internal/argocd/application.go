@@ -59,20 +59,6 @@ func skipReconcile(value string) bool {
 	return err == nil && skip
 }
 
-// SyncPolicy reads spec.syncPolicy.automated (spec in unstructured form).
-// Auto-sync is on when automated is present and enabled is absent or true
-// (enabled exists since Argo CD 3.1). selfHeal and prune count only with
-// auto-sync on.
-func SyncPolicy(spec map[string]any) (autoSync, selfHeal, prune bool) {
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return false, false, false
-	}
-	d := NewApplicationDecoder("", nil)
-	d.w.reset(raw)
-	return d.spec().policy.levels()
-}
-
 // Application annotations that change what Argo CD does with an app.
 const (
 	AnnotationSkipReconcile         = "argocd.argoproj.io/skip-reconcile"

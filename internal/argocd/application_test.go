@@ -39,7 +39,7 @@ func TestSyncPolicy(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.spec), &spec); err != nil {
 				t.Fatal(err)
 			}
-			a, s, p := SyncPolicy(spec)
+			a, s, p := syncPolicy(spec)
 			if a != c.autoSync || s != c.selfHeal || p != c.prune {
 				t.Errorf("SyncPolicy = %v %v %v, want %v %v %v", a, s, p, c.autoSync, c.selfHeal, c.prune)
 			}
@@ -240,4 +240,18 @@ func TestParseSync(t *testing.T) {
 	if len(m.Sync.Revisions) != 2 || len(m.Sync.ComparedTo) != 2 || m.Sync.ComparedTo[1].Ref != "values" || m.Sources[1].Ref != "values" {
 		t.Errorf("multi-source sync = %+v sources %+v", m.Sync, m.Sources)
 	}
+}
+
+// syncPolicy reads spec.syncPolicy.automated (spec in unstructured form)
+// through the decoder: auto-sync is on when automated is present and
+// enabled is absent or true (enabled exists since Argo CD 3.1); selfHeal and
+// prune count only with auto-sync on.
+func syncPolicy(spec map[string]any) (autoSync, selfHeal, prune bool) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return false, false, false
+	}
+	d := NewApplicationDecoder("", nil)
+	d.w.reset(raw)
+	return d.spec().policy.levels()
 }

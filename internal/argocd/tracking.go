@@ -6,11 +6,9 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// Tracking metadata Argo CD puts on the objects it manages.
-const (
-	TrackingAnnotation = "argocd.argoproj.io/tracking-id"
-	InstanceLabel      = "app.kubernetes.io/instance"
-)
+// TrackingAnnotation is the tracking metadata Argo CD puts on the objects
+// it manages (the instance label's default is service.DefaultInstanceLabelKey).
+const TrackingAnnotation = "argocd.argoproj.io/tracking-id"
 
 // TrackingID is a parsed tracking annotation:
 // <app>:<group>/<kind>:<namespace>/<name>.

@@ -111,28 +111,15 @@ func (r Remote) host() string {
 	return ep.Host
 }
 
-// endpoint parses r.URL into a go-git endpoint, accepting only https://,
-// ssh:// and scp-like user@host:path, and no password in the URL.
+// endpoint parses r.URL into a go-git endpoint: only a URL
+// service.ValidRepoURL accepts (the one rule: https://, ssh:// or scp-like
+// user@host:path, no credentials), parsed by go-git to the same protocol.
 func (r Remote) endpoint() (*transport.Endpoint, error) {
 	raw := strings.TrimSpace(r.URL)
-	if strings.Contains(raw, "://") {
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" {
-			return nil, invalidURL()
-		}
-		if _, hasPassword := u.User.Password(); hasPassword {
-			return nil, invalidURL()
-		}
-		switch u.Scheme {
-		case "https":
-			if u.User != nil {
-				return nil, invalidURL()
-			}
-		case "ssh":
-		default:
-			return nil, invalidURL()
-		}
+	if !service.ValidRepoURL(raw) {
+		return nil, invalidURL()
 	}
+	// What was checked must be what go-git connects to.
 	ep, err := transport.NewEndpoint(raw)
 	if err != nil {
 		return nil, invalidURL()

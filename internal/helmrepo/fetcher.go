@@ -92,6 +92,8 @@ type cachedIndex struct {
 
 type chartKey struct{ repo, chart, version string }
 
+var _ service.ChartFetcher = (*Fetcher)(nil)
+
 // New returns a Fetcher that makes every request with client: in production
 // the network guard's (netguard.Guard.HTTPClient), which refuses private
 // addresses and redirects.

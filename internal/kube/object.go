@@ -16,7 +16,11 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-var _ service.ObjectReader = (*Reader)(nil)
+var (
+	_ service.ObjectReader      = (*Reader)(nil)
+	_ service.ApplicationReader = (*Reader)(nil)
+	_ service.ClusterVersions   = (*Reader)(nil)
+)
 
 // Detection skip reasons beside the read failure classes.
 const (

@@ -18,9 +18,11 @@
 // Only the Git and Helm clients use it; nothing global is swapped, so the AWS
 // credential chain and other outbound clients keep their own transports.
 //
-// # Wiring go-git v5
+// # Wiring
 //
-// Pre-check the repository URL with CheckURL. For https, give go-git a
+// Which URLs are repositories at all is service.ValidRepoURL's rule, applied
+// when a repository is connected and by the fetcher; this package decides
+// only where a connection may go, when it is made. For https, give go-git a
 // transport built on HTTPClient and use it directly rather than installing
 // it globally with client.InstallProtocol:
 //
@@ -32,17 +34,9 @@
 // transport's proxy hook and the target check with it. Proxies come from the
 // environment through the guard.
 //
-// For ssh, go-git v5.19.3 has no dial hook; it dials through
-// golang.org/x/net/proxy.FromURL when the endpoint names a proxy. This package
-// registers a proxy scheme of its own for that, so set
-//
-//	transport.ProxyOptions{URL: guard.SSHProxyURL()}
-//
-// on ssh endpoints (CloneOptions/FetchOptions/ListOptions.ProxyOptions, or
-// Endpoint.Proxy), with an auth method whose HostKeyCallback pins the host
-// key. An ssh connection then goes directly to the checked address;
-// ALL_PROXY is not used for ssh. A client driving x/crypto/ssh itself uses
-// SSHDial.
+// For ssh, internal/gitrepo dials through its DialSSH hook, which the
+// server fills with DialContext (the team's entries apply; ALL_PROXY is not
+// used for ssh).
 //
 // Helm repository fetches (index.yaml, chart archives) are plain GETs: make
 // them with HTTPClient.

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // renderKustomize builds the kustomization in appPath over an in-memory copy
@@ -81,7 +83,7 @@ func withFile(t tree, name string, data []byte) tree {
 }
 
 func findKustomization(t tree, dir string) string {
-	for _, name := range kustomizationNames {
+	for _, name := range service.KustomizationNames() {
 		if p := path.Join(dir, name); t.isFile(p) {
 			return p
 		}

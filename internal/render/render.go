@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // Render renders req in this process. It has no limits of its own: callers
@@ -103,17 +106,8 @@ func detectSourceType(t tree, appPath string, src Source) (string, *Error) {
 	return sourceType, nil
 }
 
-// kustomizationNames are upstream's KustomizationNames
-// (util/kustomize/kustomize.go), in lookup order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 func isKustomization(name string) bool {
-	for _, k := range kustomizationNames {
-		if name == k {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(service.KustomizationNames(), name)
 }
 
 // mergeSourceOverrides applies .argocd-source.yaml and

@@ -16,6 +16,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
+
+	"github.com/kukie/gitops-server/service"
 )
 
 // Defaults for the zero fields of Options.
@@ -179,6 +181,8 @@ func New(o Options) (*Verifier, error) {
 	v.client = newCertClient(roots, v.fetchTimeout)
 	return v, nil
 }
+
+var _ service.SNSVerifier = (*Verifier)(nil)
 
 // ParseMessage is ParseMessage, for the service's SNSVerifier.
 func (v *Verifier) ParseMessage(body []byte) (Message, error) { return ParseMessage(body) }
