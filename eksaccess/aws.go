@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,6 +45,9 @@ type AWS struct {
 	cfg   aws.Config
 	creds *Credentials
 	conn  *Connector
+
+	identity  sync.Mutex
+	accountID string // the service's own AWS account, once known
 }
 
 var _ service.AWSAccess = (*AWS)(nil)

@@ -28,10 +28,6 @@ type Snapshots struct {
 	db  *DB
 	log *slog.Logger
 
-	// OnWrite, when set, is told of every row another replica (or this
-	// one) wrote, from the notifications.
-	OnWrite func(teamID, clusterID string, fetchedAt time.Time)
-
 	mu      sync.Mutex
 	waiters map[string][]chan struct{}
 }
@@ -222,11 +218,12 @@ func (s *Snapshots) wake(key string, all bool) {
 // never delays a notification and LISTEN state never leaks into pooled
 // connections) listening to the snapshot channel until ctx ends. When the
 // connection fails it wakes every waiter (they look at the table
-// themselves) and reconnects with backoff.
-func (s *Snapshots) Listen(ctx context.Context) {
+// themselves) and reconnects with backoff. onWrite, when not nil, is told
+// of every row another replica (or this one) wrote.
+func (s *Snapshots) Listen(ctx context.Context, onWrite func(teamID, clusterID string, fetchedAt time.Time)) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
+		err := s.listenOnce(ctx, onWrite)
 		s.wake("", true)
 		if ctx.Err() != nil {
 			return
@@ -243,7 +240,7 @@ func (s *Snapshots) Listen(ctx context.Context) {
 	}
 }
 
-func (s *Snapshots) listenOnce(ctx context.Context) error {
+func (s *Snapshots) listenOnce(ctx context.Context, onWrite func(teamID, clusterID string, fetchedAt time.Time)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
@@ -263,8 +260,8 @@ func (s *Snapshots) listenOnce(ctx context.Context) error {
 			continue
 		}
 		s.wake(service.Cluster{TeamID: msg.Team, ID: msg.Cluster}.Key(), false)
-		if s.OnWrite != nil {
-			s.OnWrite(msg.Team, msg.Cluster, msg.At)
+		if onWrite != nil {
+			onWrite(msg.Team, msg.Cluster, msg.At)
 		}
 	}
 }

@@ -98,11 +98,10 @@ func newReplica(t *testing.T, url string, r service.ApplicationReader) replica {
 		}
 	})
 	shared := store.NewSnapshots(db, nil)
-	shared.OnWrite = cache.Invalidate
 	cache.Shared, cache.Poll = shared, 20*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); shared.Listen(ctx) }()
+	go func() { defer close(done); shared.Listen(ctx, cache.Invalidate) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return replica{cache: cache, shared: shared, events: events}
 }

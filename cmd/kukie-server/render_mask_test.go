@@ -46,7 +46,7 @@ func (t maskTestTree) Tree(context.Context, service.Cluster, string, string) (ma
 	return t, nil
 }
 
-// mustMaskTestView is the production repo view (childRenderer, the real
+// mustMaskTestView is the production repo view (render.ChildRenderer, the real
 // maskers) over files, its renders in this test binary (TestMain runs it
 // as `kukie-server render`) under lim.
 func mustMaskTestView(t *testing.T, files map[string][]byte, lim render.Limits) *service.RepoView {
@@ -69,7 +69,7 @@ func mustMaskTestView(t *testing.T, files map[string][]byte, lim render.Limits) 
 	}
 	store := maskTestCluster{c: service.Cluster{ID: "c1", TeamID: "t1", AccessLevel: service.AccessFull, GitOpsRepo: repo}}
 	return &service.RepoView{Clusters: store, ArgoCD: &service.ArgoCD{Clusters: store, Cache: cache}, Fetcher: maskTestTree(files),
-		Masker: mask.ForService{M: m}, Renderer: childRenderer{binary: self, limits: lim}, ManifestMasker: mask.ForService{M: m}}
+		Masker: mask.ForService{M: m}, Renderer: render.ChildRenderer{Binary: self, Limits: lim}, ManifestMasker: mask.ForService{M: m}}
 }
 
 // maskingBomb is about n bytes of small documents, each with a Secret's
@@ -142,7 +142,7 @@ func TestRepoRenderMasksInTheChild(t *testing.T) {
 		if limit := uint64(16 << 20); allocated > limit {
 			t.Errorf("the server allocated %d MiB for a render that failed, above %d MiB", allocated>>20, limit>>20)
 		}
-		out, err := childRenderer{binary: mustExecutable(t), limits: lim}.Render(ctx, service.RenderInput{Files: bomb, Spec: json.RawMessage(`{"path":"app"}`)})
+		out, err := render.ChildRenderer{Binary: mustExecutable(t), Limits: lim}.Render(ctx, service.RenderInput{Files: bomb, Spec: json.RawMessage(`{"path":"app"}`)})
 		if err != nil || out.Reason != service.ReasonRenderMemory && out.Reason != service.ReasonRenderTimeout {
 			t.Errorf("Render = %+v, %v, want reason %s", out.Reason, err, service.ReasonRenderMemory)
 		}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/gitops-server/internal/gitrepo"
 	"github.com/kukie/gitops-server/internal/helmrepo"
@@ -35,7 +36,8 @@ const (
 // KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
 // this binary (`kukie-server render`) under limits, in the sandbox
 // KUKIE_RENDER_SANDBOX finds at start.
-func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions, limits render.Limits, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions,
+	limits render.Limits, reg prometheus.Registerer, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
@@ -61,8 +63,11 @@ func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.Ar
 	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: mask.ForService{M: masker},
 		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
-		Renderer:       childRenderer{binary: exe, limits: limits},
-		ManifestMasker: mask.ForService{M: masker}}
+		Renderer:       render.ChildRenderer{Binary: exe, Limits: limits},
+		ManifestMasker: mask.ForService{M: masker},
+		Queue: service.NewRenderQueue(cfg.RenderConcurrency, cfg.RenderQueueTimeout,
+			service.RenderQueueOptions{Metrics: newRenderMetrics(reg)}),
+		RenderCacheBytes: cfg.RenderCacheBytes}
 	return view, repos, nil
 }
 
@@ -78,39 +83,6 @@ func storedRepoAuth(db *store.DB, keys *keyring.Keyring) func(context.Context, s
 		}
 		return service.OpenRepoAuth(sealerOf(keys), sealed)
 	}
-}
-
-// childRenderer renders in a child process of this binary, which masks its
-// output, error and notes under its limits (render.Request.Mask): a
-// tenant's output that is costly to mask costs that render, not the
-// server's heap. The view's ManifestMasker stays for renderers that do not mask.
-type childRenderer struct {
-	binary string
-	limits render.Limits
-}
-
-func (r childRenderer) Render(ctx context.Context, in service.RenderInput) (service.RenderOutput, error) {
-	var src render.Source
-	if len(in.Spec) > 0 {
-		if err := json.Unmarshal(in.Spec, &src); err != nil {
-			return service.RenderOutput{Code: service.ReasonRenderFailed, Message: "The app's source does not parse."}, nil
-		}
-	}
-	res, err := render.RunChild(ctx, r.binary, []string{"render"}, render.Request{Files: in.Files, RefFiles: in.RefFiles,
-		Source: src, AppName: in.AppName, Namespace: in.Namespace, KustomizeBuildOptions: in.KustomizeBuildOptions,
-		KubeVersion: in.KubeVersion, APIVersions: in.APIVersions, Mask: true}, r.limits)
-	if err != nil {
-		return service.RenderOutput{}, err
-	}
-	// The child masks what it returns; a result the parent made (a timeout,
-	// a child that died) is not masked, and the service masks its message.
-	out := service.RenderOutput{Manifests: res.Manifests, SourceType: res.SourceType, Notes: res.Notes,
-		Masked: res.Masked, Secrets: res.Secrets}
-	if res.Error != nil {
-		// render's codes and reasons are the service's (internal/render/request.go).
-		out.Code, out.Reason, out.Message = service.Reason(res.Error.Code), service.Reason(res.Error.Reason), res.Error.Message
-	}
-	return out, nil
 }
 
 // sealerOf is the keyring as a service.Sealer, nil (not a typed nil) when

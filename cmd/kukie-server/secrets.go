@@ -13,13 +13,10 @@ import (
 
 var _ service.Sealer = (*keyring.Keyring)(nil)
 
-// rekey re-seals every stored secret still sealed with a key other than
-// the first of KUKIE_SECRET_KEYS, so older keys can be removed from the
-// list. Each record is replaced on its own and only if it did not change
-// meanwhile (an admin's new credentials are already sealed with the first
-// key); running it again changes nothing. A record that does not open
-// with the configured keys is counted and named (team and cluster, never
-// a secret), and makes the command fail after the others are done.
+// rekey is the `secrets rekey` command: service.Rekey with the first key
+// of KUKIE_SECRET_KEYS as the primary, and its report printed. A record
+// that does not open with the configured keys makes the command fail after
+// the others are done.
 func rekey(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := loadConfig(getenv, false)
 	if err != nil {
@@ -34,37 +31,14 @@ func rekey(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer db.Close()
-	records, err := db.ListSealedSecrets(ctx)
+	rep, err := service.Rekey(ctx, db, keys)
 	if err != nil {
 		return err
 	}
-	var rekeyed, current, changed, failed int
-	var errs []error
-	for _, r := range records {
-		next, needed, err := service.RekeyRepoAuth(keys, r)
-		if err != nil {
-			failed++
-			errs = append(errs, fmt.Errorf("team %s cluster %s (key %q): %s", r.TeamID, r.ClusterID, r.KeyID, service.ErrorMessage(err)))
-			continue
-		}
-		if !needed {
-			current++
-			continue
-		}
-		ok, err := db.ReplaceSealed(ctx, r, next)
-		if err != nil {
-			return err
-		}
-		if ok {
-			rekeyed++
-		} else {
-			changed++
-		}
-	}
 	fmt.Fprintf(stdout, "secrets rekey: key %s; %d re-encrypted, %d already with it, %d changed meanwhile (left as they are), %d failed\n",
-		keys.Primary(), rekeyed, current, changed, failed)
-	if len(errs) > 0 {
-		return fmt.Errorf("secrets rekey: %d record(s) do not open with KUKIE_SECRET_KEYS: %w", failed, errors.Join(errs...))
+		keys.Primary(), rep.Rekeyed, rep.Current, rep.Changed, rep.Failed)
+	if rep.Failed > 0 {
+		return fmt.Errorf("secrets rekey: %d record(s) do not open with KUKIE_SECRET_KEYS: %w", rep.Failed, errors.Join(rep.Failures...))
 	}
 	return nil
 }

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kukie/gitops-server/api"
+	"github.com/kukie/gitops-server/eksaccess"
+	"github.com/kukie/gitops-server/internal/gitrepo"
+	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/ownership"
+	"github.com/kukie/gitops-server/internal/render"
+	"github.com/kukie/gitops-server/migrations"
+	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/store"
+)
+
+// The builders serve calls in order. Each takes what it needs and returns
+// its part whole: no dependency is assigned after construction, but for
+// the one cycle of the job queue (newWork).
+
+// memoryLimits sets the Go memory limit from the container's (90% of its
+// cgroup limit; GOMEMLIMIT, when set, wins), so the garbage collector keeps
+// the heap under the pod's limit instead of the kernel killing it, and
+// gives each render child its share of what the container leaves beside it.
+func memoryLimits(cfg config, log *slog.Logger) (render.Limits, error) {
+	if limit, err := memlimit.SetGoMemLimitWithOpts(memlimit.WithLogger(log.With("component", "memlimit"))); err == nil {
+		log.Info("Go memory limit set from the container", "bytes", limit)
+	}
+	limits, err := renderChildLimits(cfg, memlimit.FromCgroup, debug.SetMemoryLimit(-1))
+	if err != nil {
+		return limits, err
+	}
+	log.Info("render limits", "concurrency", cfg.RenderConcurrency, "queue_timeout", cfg.RenderQueueTimeout.String(),
+		"child_memory_bytes", limits.MaxMemoryBytes)
+	return limits, nil
+}
+
+// openDatabase opens the pool (the server starts not ready while the
+// database is down) and applies migrations when KUKIE_MIGRATE_ON_START asks.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MigrateOnStart {
+		sqlDB := db.SQLDB()
+		err := migrations.Up(ctx, sqlDB)
+		sqlDB.Close()
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		log.Info("migrations applied")
+	}
+	return db, nil
+}
+
+// newAuth is the bearer-token verifier: JWKS (whose cache refreshes in the
+// background until stop) or a shared HS256 secret.
+func newAuth(ctx context.Context, cfg config) (service.TokenVerifier, func(), error) {
+	authCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var verifier service.TokenVerifier
+	var err error
+	if cfg.JWKSURL != "" {
+		verifier, err = jwtauth.NewJWKS(authCtx, cfg.JWKSURL, cfg.Issuer, cfg.Audience, time.Now)
+	} else {
+		verifier, err = jwtauth.NewHS256([]byte(cfg.HS256Secret), cfg.Issuer, cfg.Audience, time.Now)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return verifier, stop, nil
+}
+
+// observers are the metrics registry and what the parts report to.
+type observers struct {
+	reg      *prometheus.Registry
+	clusters *clusterMetrics
+	switches *switchMetrics
+}
+
+func newObservers(db *store.DB) observers {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPoolMetrics(reg, db)
+	registerDBGauges(reg, db)
+	return observers{reg: reg, clusters: newClusterMetrics(reg), switches: newSwitchMetrics(reg)}
+}
+
+// clusterReading is how the server reads clusters: the reader, the shared
+// 10-second snapshot cache, ownership detection and access reviews.
+type clusterReading struct {
+	reader    *kube.Reader
+	snapshots *service.SnapshotCache
+	detector  *ownership.Detector
+	reviews   *service.AccessReviews
+}
+
+// newClusterReading registers the static clusters, then builds the reader
+// on both connectors and the cache every replica shares through
+// PostgreSQL (a cluster is read once per window by all of them together;
+// notifications of written rows end waits early and drop older local
+// copies until stop).
+func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts, obs observers, log *slog.Logger) (clusterReading, func(), error) {
+	static, err := registerStaticClusters(ctx, cfg, db, log)
+	if err != nil {
+		return clusterReading{}, nil, err
+	}
+	reader, err := kube.NewReader(eksaccess.ByKind{Static: static, EKS: a.connector}, kube.ReaderOptions{
+		UserAgent: "kukie-gitops/" + version, Observer: obs.clusters,
+		// Client sets cost up to ~512 KB a cluster (measured, see
+		// kube.DefaultMaxClients): at most 512 are kept, fewer when the
+		// snapshot cache is smaller.
+		MaxClients: min(cfg.CacheMaxClusters, kube.DefaultMaxClients),
+		Timeout:    cfg.ClusterTimeout, QPS: float32(cfg.ClusterQPS), Burst: cfg.ClusterBurst,
+	})
+	if err != nil {
+		return clusterReading{}, nil, err
+	}
+	shared := store.NewSnapshots(db, log)
+	snapshots, err := service.NewSnapshotCache(reader, cfg.CacheMaxClusters, time.Now, obs.clusters,
+		service.WithSharedSnapshots(shared, reader.Strings().InternApps, log),
+		// A read is up to two LISTs and a discovery call, each within the cluster timeout.
+		service.WithReadTimeout(3*cfg.ClusterTimeout+time.Second),
+		service.WithRefused(service.DegradeOnRefusal(db, log, time.Now)))
+	if err != nil {
+		return clusterReading{}, nil, err
+	}
+	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
+	if err != nil {
+		return clusterReading{}, nil, err
+	}
+	listenCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	go shared.Listen(listenCtx, snapshots.Invalidate)
+	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
+		Log: slog.New(api.RequestLogHandler(log.Handler()))}
+	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews}, stop, nil
+}
+
+// registerStaticClusters stores KUKIE_STATIC_CLUSTERS_FILE's clusters and
+// returns their connector.
+func registerStaticClusters(ctx context.Context, cfg config, db *store.DB, log *slog.Logger) (kube.ClusterConnector, error) {
+	clusters, connector, err := kube.LoadStaticClusters(cfg.StaticClustersFile)
+	if err != nil {
+		return nil, fmt.Errorf("KUKIE_STATIC_CLUSTERS_FILE: %w", err)
+	}
+	for _, c := range clusters {
+		if _, err := db.UpsertCluster(ctx, c, time.Now().UTC()); err != nil {
+			return nil, fmt.Errorf("register static cluster %s of team %s: %w", c.ID, c.TeamID, err)
+		}
+	}
+	if len(clusters) > 0 {
+		log.Info("static clusters registered", "count", len(clusters))
+	}
+	return connector, nil
+}
+
+// newPublicHandler is the public API on every use case.
+func newPublicHandler(cfg config, db *store.DB, verifier service.TokenVerifier, reading clusterReading, work work,
+	argo *service.ArgoCD, repoView *service.RepoView, repos *gitrepo.ClusterRepos, a awsParts, obs observers,
+	log *slog.Logger) http.Handler {
+	return api.NewServer(api.Deps{
+		Logger:   log,
+		Verifier: verifier,
+		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: reading.detector,
+			MutatingTools: cfg.MutatingTools},
+		Teams: &service.Teams{Store: db, Now: time.Now},
+		Clusters: &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys),
+			RepoCheck: repos},
+		ArgoCD:        argo,
+		RepoView:      repoView,
+		AccessReviews: reading.reviews,
+		Accounts: &service.Accounts{Store: db, Teams: db, AWS: a.access, ServiceAccountID: a.serviceAccountID,
+			Registrations: work.registrations, Switches: work.switches, Now: time.Now},
+		Registrations:  work.registrations,
+		Switches:       work.switches,
+		Webhook:        work.webhook,
+		TrustedProxies: cfg.TrustedProxies,
+		Metrics:        api.NewMetrics(obs.reg),
+	})
+}
+
+// newAdminHandler serves /healthz, /readyz (failing once draining) and
+// /metrics.
+func newAdminHandler(db *store.DB, reg *prometheus.Registry, draining *atomic.Bool) http.Handler {
+	return api.NewAdminHandler(func(ctx context.Context) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return db.Ping(ctx)
+	}, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+}
