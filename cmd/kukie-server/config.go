@@ -23,7 +23,8 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// config is the server's whole configuration, read from KUKIE_* variables.
+// config is the server's whole configuration, read from the KUKIE_* variables
+// of configVars (configvars.go).
 type config struct {
 	HTTPAddr        string
 	AdminAddr       string
