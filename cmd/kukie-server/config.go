@@ -9,11 +9,8 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/internal/jobs"
@@ -26,7 +23,8 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// config is the server's whole configuration, read from KUKIE_* variables.
+// config is the server's whole configuration, read from the KUKIE_* variables
+// of configVars (configvars.go).
 type config struct {
 	HTTPAddr        string
 	AdminAddr       string
@@ -117,194 +115,105 @@ type configError struct {
 
 func (e *configError) Error() string { return "invalid configuration: " + e.name + " " + e.problem }
 
-// loadConfig reads the configuration. Auth settings are read (and required)
+// loadConfig reads the configuration: each variable of configVars in turn,
+// then the checks across variables. Auth and listener settings are checked
 // only when withAuth is set: `migrate` needs just the database.
 func loadConfig(getenv func(string) string, withAuth bool) (config, error) {
-	c := config{
-		HTTPAddr:        envOr(getenv, "KUKIE_HTTP_ADDR", ":8080"),
-		AdminAddr:       envOr(getenv, "KUKIE_ADMIN_ADDR", ":9090"),
-		DatabaseURL:     strings.TrimSpace(getenv("KUKIE_DATABASE_URL")),
-		JWKSURL:         strings.TrimSpace(getenv("KUKIE_AUTH_JWKS_URL")),
-		HS256Secret:     getenv("KUKIE_AUTH_HS256_SECRET"),
-		Issuer:          strings.TrimSpace(getenv("KUKIE_AUTH_ISSUER")),
-		Audience:        strings.TrimSpace(getenv("KUKIE_AUTH_AUDIENCE")),
-		ShutdownDelay:   5 * time.Second,
-		ShutdownTimeout: 30 * time.Second,
-
-		StaticClustersFile: strings.TrimSpace(getenv("KUKIE_STATIC_CLUSTERS_FILE")),
-		AWSRegion:          strings.TrimSpace(getenv("KUKIE_AWS_REGION")),
-		CacheMaxClusters:   1024,
-		ClusterTimeout:     5 * time.Second,
-		DetectionBudget:    10 * time.Second,
-		ClusterQPS:         float64(kube.DefaultQPS),
-		ClusterBurst:       kube.DefaultBurst,
-		JobTimeout:         jobs.DefaultJobTimeout,
-		JobRescueAfter:     jobs.DefaultRescueAfter,
-		SwitchRetryBudget:  service.DefaultSwitchRetryBudget,
-		ReconcileInterval:  jobs.DefaultReconcileInterval,
-		SNSMaxMessageAge:   sns.DefaultMaxAge,
-		RenderTimeout:      60 * time.Second,
-		RenderConcurrency:  runtime.GOMAXPROCS(0),
-		RenderQueueTimeout: service.DefaultRenderQueueTimeout,
-	}
-	if c.DatabaseURL == "" {
-		return c, &configError{"KUKIE_DATABASE_URL", "is required (e.g. postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable)"}
-	}
-	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return c, &configError{"KUKIE_DATABASE_URL", "must be a postgres:// URL"}
-	}
-	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-		return c, &configError{"KUKIE_DATABASE_URL", "is not a valid connection URL: " + redactURL(strings.ReplaceAll(err.Error(), c.DatabaseURL, "(url)"))}
-	}
-	var err error
-	if c.MigrateOnStart, err = envBool(getenv, "KUKIE_MIGRATE_ON_START"); err != nil {
-		return c, err
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_LOG_LEVEL")); s != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
-			return c, &configError{"KUKIE_LOG_LEVEL", "must be debug, info, warn or error"}
+	c := defaultConfig()
+	for _, v := range configVars {
+		s := getenv(v.name)
+		if !v.raw {
+			s = strings.TrimSpace(s)
 		}
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"KUKIE_SHUTDOWN_DELAY", &c.ShutdownDelay}, {"KUKIE_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout},
-		{"KUKIE_CLUSTER_TIMEOUT", &c.ClusterTimeout}, {"KUKIE_DETECTION_BUDGET", &c.DetectionBudget},
-		{"KUKIE_JOB_TIMEOUT", &c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", &c.JobRescueAfter},
-		{"KUKIE_SWITCH_RETRY_BUDGET", &c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", &c.ReconcileInterval},
-		{"KUKIE_SNS_MAX_MESSAGE_AGE", &c.SNSMaxMessageAge}, {"KUKIE_RENDER_TIMEOUT", &c.RenderTimeout}} {
-		if s := strings.TrimSpace(getenv(d.name)); s != "" {
-			v, err := time.ParseDuration(s)
-			if err != nil || v < 0 {
-				return c, &configError{d.name, "must be a non-negative duration such as 5s"}
+		if s == "" {
+			if v.required != "" {
+				return c, &configError{v.name, v.required}
 			}
-			*d.dst = v
+			continue
 		}
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_CACHE_MAX_CLUSTERS")); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1_000_000 {
-			return c, &configError{"KUKIE_CACHE_MAX_CLUSTERS", "must be a whole number from 1 to 1000000"}
-		}
-		c.CacheMaxClusters = n
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_CLUSTER_QPS")); s != "" {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(v > 0 && v <= maxClusterQPS) { // also refuses NaN
-			return c, &configError{"KUKIE_CLUSTER_QPS", fmt.Sprintf("must be a number above 0 and at most %d (requests per second to each cluster)", maxClusterQPS)}
-		}
-		c.ClusterQPS = v
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_CLUSTER_BURST")); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxClusterBurst {
-			return c, &configError{"KUKIE_CLUSTER_BURST", fmt.Sprintf("must be a whole number from 1 to %d", maxClusterBurst)}
-		}
-		c.ClusterBurst = n
-	}
-	if c.AWSRegion != "" && !service.ValidRegion(c.AWSRegion) {
-		return c, &configError{"KUKIE_AWS_REGION", "must be an AWS region such as ap-northeast-2"}
-	}
-	if c.ClusterTimeout == 0 {
-		return c, &configError{"KUKIE_CLUSTER_TIMEOUT", "must be above zero"}
-	}
-	if c.DetectionBudget == 0 {
-		return c, &configError{"KUKIE_DETECTION_BUDGET", "must be above zero"}
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"KUKIE_JOB_TIMEOUT", c.JobTimeout}, {"KUKIE_JOB_RESCUE_AFTER", c.JobRescueAfter},
-		{"KUKIE_SWITCH_RETRY_BUDGET", c.SwitchRetryBudget}, {"KUKIE_RECONCILE_INTERVAL", c.ReconcileInterval},
-		{"KUKIE_SNS_MAX_MESSAGE_AGE", c.SNSMaxMessageAge}, {"KUKIE_RENDER_TIMEOUT", c.RenderTimeout}} {
-		if d.v == 0 {
-			return c, &configError{d.name, "must be above zero"}
+		if err := v.parse(&c, s); err != nil {
+			return c, &configError{v.name, err.Error()}
 		}
 	}
 	if c.JobRescueAfter <= c.JobTimeout {
 		return c, &configError{"KUKIE_JOB_RESCUE_AFTER", "must be longer than KUKIE_JOB_TIMEOUT (a running job is taken for dead only after it timed out)"}
 	}
-	if c.RenderSandbox, err = render.ParseSandboxMode(getenv("KUKIE_RENDER_SANDBOX")); err != nil {
-		return c, &configError{"KUKIE_RENDER_SANDBOX", "must be auto, seccomp or namespace"}
-	}
-	// A team's half of the render cache holds at least one render of the
-	// largest kept.
-	if c.RenderCacheBytes, err = byteSize(getenv, "KUKIE_RENDER_CACHE_BYTES", service.DefaultRenderCacheBytes, 2*service.MaxCachedRenderBytes); err != nil {
-		return c, err
-	}
-	c.RepoCacheDir = strings.TrimSpace(getenv("KUKIE_REPO_CACHE_DIR"))
-	if c.RepoCacheBytes, err = byteSize(getenv, "KUKIE_REPO_CACHE_BYTES", c.RepoCacheBytes, 1<<20); err != nil {
-		return c, err
-	}
-	if c.RepoMaxFetchBytes, err = byteSize(getenv, "KUKIE_REPO_MAX_FETCH_BYTES", 1<<30, 1<<20); err != nil {
-		return c, err
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_RENDER_CONCURRENCY")); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxRenderConcurrency {
-			return c, &configError{"KUKIE_RENDER_CONCURRENCY", fmt.Sprintf("must be a whole number from 1 to %d", maxRenderConcurrency)}
-		}
-		c.RenderConcurrency = n
-	}
-	if s := strings.TrimSpace(getenv("KUKIE_RENDER_QUEUE_TIMEOUT")); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil || v <= 0 {
-			return c, &configError{"KUKIE_RENDER_QUEUE_TIMEOUT", "must be a duration above zero such as 10s"}
-		}
-		c.RenderQueueTimeout = v
-	}
-	if c.GitAllowedPrivateHosts, err = netguard.ParseAllowList(getenv("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS")); err != nil {
-		return c, &configError{"KUKIE_GIT_ALLOWED_PRIVATE_HOSTS", "must be comma-separated host names or IPs without ports, each optionally team-id=host: " + err.Error()}
-	}
-	if c.TrustedProxies, err = api.ParseTrustedProxies(getenv("KUKIE_TRUSTED_PROXIES")); err != nil {
-		return c, &configError{"KUKIE_TRUSTED_PROXIES", "must be comma-separated CIDRs or IP addresses: " + err.Error()}
-	}
-	if s := getenv("KUKIE_SECRET_KEYS"); strings.TrimSpace(s) != "" {
-		if c.SecretKeys, err = keyring.ParseKeys(s); err != nil {
-			return c, &configError{"KUKIE_SECRET_KEYS", "must be comma-separated id:base64 pairs of 32-byte keys: " + err.Error()}
-		}
-	}
-	tools := service.DefaultMutatingTools
-	if s := strings.TrimSpace(getenv("KUKIE_MUTATING_TOOLS")); s != "" {
-		tools = strings.Split(s, ",")
-	}
-	c.MutatingTools = map[string]bool{}
-	for _, t := range tools {
-		if t = strings.TrimSpace(t); t != "" {
-			c.MutatingTools[t] = true
-		}
-	}
 	if !withAuth {
 		return c, nil
 	}
+	if err := checkListeners(c); err != nil {
+		return c, err
+	}
+	return c, checkAuth(c)
+}
+
+// defaultConfig is the configuration with no variable set; configVars
+// shows each default to operators.
+func defaultConfig() config {
+	return config{
+		HTTPAddr:        ":8080",
+		AdminAddr:       ":9090",
+		ShutdownDelay:   5 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+
+		CacheMaxClusters:  1024,
+		ClusterTimeout:    5 * time.Second,
+		DetectionBudget:   10 * time.Second,
+		ClusterQPS:        float64(kube.DefaultQPS),
+		ClusterBurst:      kube.DefaultBurst,
+		MutatingTools:     toolSet(service.DefaultMutatingTools),
+		JobTimeout:        jobs.DefaultJobTimeout,
+		JobRescueAfter:    jobs.DefaultRescueAfter,
+		SwitchRetryBudget: service.DefaultSwitchRetryBudget,
+		ReconcileInterval: jobs.DefaultReconcileInterval,
+		SNSMaxMessageAge:  sns.DefaultMaxAge,
+
+		RenderTimeout:      60 * time.Second,
+		RenderSandbox:      render.SandboxAuto,
+		RenderConcurrency:  runtime.GOMAXPROCS(0),
+		RenderQueueTimeout: service.DefaultRenderQueueTimeout,
+		RenderCacheBytes:   service.DefaultRenderCacheBytes,
+		// RepoCacheBytes stays 0: gitrepo.Options takes it for 1 GiB.
+		RepoMaxFetchBytes: 1 << 30,
+	}
+}
+
+// checkListeners checks the two listen addresses.
+func checkListeners(c config) error {
 	for _, a := range []struct{ name, addr string }{{"KUKIE_HTTP_ADDR", c.HTTPAddr}, {"KUKIE_ADMIN_ADDR", c.AdminAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			return c, &configError{a.name, "must be host:port or :port"}
+			return &configError{a.name, "must be host:port or :port"}
 		}
 	}
 	if c.HTTPAddr == c.AdminAddr {
-		return c, &configError{"KUKIE_ADMIN_ADDR", "must differ from KUKIE_HTTP_ADDR (admin endpoints stay off the public listener)"}
+		return &configError{"KUKIE_ADMIN_ADDR", "must differ from KUKIE_HTTP_ADDR (admin endpoints stay off the public listener)"}
 	}
+	return nil
+}
+
+// checkAuth checks that exactly one of JWKS and HS256 is set, and what each
+// needs with it.
+func checkAuth(c config) error {
 	switch {
 	case c.JWKSURL != "" && c.HS256Secret != "":
-		return c, &configError{"KUKIE_AUTH_JWKS_URL", "and KUKIE_AUTH_HS256_SECRET are both set; set exactly one"}
+		return &configError{"KUKIE_AUTH_JWKS_URL", "and KUKIE_AUTH_HS256_SECRET are both set; set exactly one"}
 	case c.JWKSURL == "" && c.HS256Secret == "":
-		return c, &configError{"KUKIE_AUTH_JWKS_URL", "or KUKIE_AUTH_HS256_SECRET is required"}
+		return &configError{"KUKIE_AUTH_JWKS_URL", "or KUKIE_AUTH_HS256_SECRET is required"}
 	case c.HS256Secret != "" && len(c.HS256Secret) < jwtauth.MinHS256SecretBytes:
-		return c, &configError{"KUKIE_AUTH_HS256_SECRET", fmt.Sprintf("must be at least %d bytes", jwtauth.MinHS256SecretBytes)}
+		return &configError{"KUKIE_AUTH_HS256_SECRET", fmt.Sprintf("must be at least %d bytes", jwtauth.MinHS256SecretBytes)}
 	case c.JWKSURL != "":
 		u, err := url.Parse(c.JWKSURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return c, &configError{"KUKIE_AUTH_JWKS_URL", "must be an http(s) URL"}
+			return &configError{"KUKIE_AUTH_JWKS_URL", "must be an http(s) URL"}
 		}
 		if c.Issuer == "" {
-			return c, &configError{"KUKIE_AUTH_ISSUER", "is required with KUKIE_AUTH_JWKS_URL"}
+			return &configError{"KUKIE_AUTH_ISSUER", "is required with KUKIE_AUTH_JWKS_URL"}
 		}
 		if c.Audience == "" {
-			return c, &configError{"KUKIE_AUTH_AUDIENCE", "is required with KUKIE_AUTH_JWKS_URL"}
+			return &configError{"KUKIE_AUTH_AUDIENCE", "is required with KUKIE_AUTH_JWKS_URL"}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // LogValue logs the configuration with secrets masked.

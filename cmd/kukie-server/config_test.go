@@ -206,7 +206,7 @@ func TestConfigDocumented(t *testing.T) {
 	}
 	variable := regexp.MustCompile(`KUKIE_[A-Z0-9_]+`)
 	code := map[string]bool{}
-	for _, f := range []string{"config.go", "run.go"} {
+	for _, f := range []string{"config.go", "configvars.go", "run.go"} {
 		for _, m := range regexp.MustCompile(`"(KUKIE_[A-Z0-9_]+)"`).FindAllStringSubmatch(read(f), -1) {
 			code[m[1]] = true
 		}
