@@ -144,7 +144,7 @@ func TestRepoRenderMasksInTheChild(t *testing.T) {
 		}
 		out, err := render.ChildRenderer{Binary: mustExecutable(t), Limits: lim}.Render(ctx, service.RenderInput{Files: bomb, Spec: json.RawMessage(`{"path":"app"}`)})
 		if err != nil || out.Reason != service.ReasonRenderMemory && out.Reason != service.ReasonRenderTimeout {
-			t.Errorf("Render = %+v, %v, want reason %s", out.Reason, err, service.ReasonRenderMemory)
+			t.Errorf("Render = reason %q code %q message %q, %v; want reason %s", out.Reason, out.Code, out.Message, err, service.ReasonRenderMemory)
 		}
 	})
 }
