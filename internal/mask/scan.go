@@ -49,20 +49,14 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool, pai
 			out = append(out, p.line(l.text)+l.cr)
 			continue
 		}
-		if dataCol >= 0 && l.indent <= dataCol {
-			dataCol = -1
-		}
-		if secretCol >= 0 && l.indent <= secretCol {
-			secretCol = -1
-		}
+		dataCol, secretCol = closeBlock(dataCol, l.indent), closeBlock(secretCol, l.indent)
 		kl, ok := parseLine(l.text, l.indent)
+		if !ok && dataCol < 0 && secretCol < 0 {
+			out = append(out, p.line(l.text)+l.cr)
+			continue
+		}
 		if !ok {
-			if dataCol >= 0 || secretCol >= 0 {
-				kl = keyLine{col: l.indent, head: l.text[:l.indent], value: l.text[l.indent:]}
-			} else {
-				out = append(out, p.line(l.text)+l.cr)
-				continue
-			}
+			kl = keyLine{col: l.indent, head: l.text[:l.indent], value: l.text[l.indent:]}
 		}
 		props, anchor, alias, body := valueProps(kl.value)
 		isData := inSecret && kl.hasKey && (kl.key == "data" || kl.key == "stringData")
@@ -77,11 +71,8 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool, pai
 			kl.hasKey && pairs[i] ||
 			anchor != "" && anchors[anchor]
 		if !secret && inSecret {
-			if loc := secretData.FindStringIndex(l.text); loc != nil && loc[0] > kl.col {
-				// A Secret's data folded onto another key's line.
-				p.masked++
-				p.record(l.text[loc[1]:])
-				out = append(out, l.text[:loc[1]]+" "+Marker+l.cr)
+			if masked, ok := p.foldedData(l, kl.col); ok {
+				out = append(out, masked)
 				continue
 			}
 		}
@@ -119,6 +110,27 @@ func (p *pass) scanLines(ls []yline, inSecret bool, anchors map[string]bool, pai
 		i = end - 1
 	}
 	return strings.Join(out, "\n"), aliases
+}
+
+// closeBlock is the key column of an open block (col, -1 when none) after
+// a line at indent: -1 when the line is indented no more than the key.
+func closeBlock(col, indent int) int {
+	if col >= 0 && indent <= col {
+		return -1
+	}
+	return col
+}
+
+// foldedData masks a Secret's data folded onto another key's line (the key
+// at column col), reporting false when the line holds none.
+func (p *pass) foldedData(l yline, col int) (string, bool) {
+	loc := secretData.FindStringIndex(l.text)
+	if loc == nil || loc[0] <= col {
+		return "", false
+	}
+	p.masked++
+	p.record(l.text[loc[1]:])
+	return l.text[:loc[1]] + " " + Marker + l.cr, true
 }
 
 // holdsMapping reports a block mapping as the value of the key on line i at

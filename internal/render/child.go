@@ -92,37 +92,10 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		runCtx, cancel = context.WithTimeout(ctx, lim.Timeout)
 		defer cancel()
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Env = childEnv
-	if lim.MaxMemoryBytes > 0 {
-		// A soft limit below the hard one makes the child's collector work
-		// before its allocations fail; the runtime reads it at start.
-		cmd.Env = append(slices.Clone(childEnv), "GOMEMLIMIT="+strconv.FormatInt(lim.MaxMemoryBytes/2, 10))
-	}
-	cmd.Dir = "/"
-	// Its own group, so a kill reaches anything it starts; killed with the
-	// server should the server die first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	applySandbox(cmd, lim.Sandbox)
-	stdin, err := cmd.StdinPipe()
+	cmd := childCommand(binary, args, lim)
+	stdin, stdout, kill, err := startChild(cmd, lim)
 	if err != nil {
 		return Result{}, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return Result{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("starting render child: %w", err)
-	}
-	pid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
-	if lim.MaxMemoryBytes > 0 {
-		if err := setDataLimit(pid, uint64(lim.MaxMemoryBytes)); err != nil {
-			kill()
-			_ = cmd.Wait()
-			return Result{}, fmt.Errorf("limiting render child memory: %w", err)
-		}
 	}
 
 	// Kill the whole group when the deadline passes or ctx ends; reading
@@ -146,15 +119,7 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		written <- err
 	}()
 
-	var reader io.Reader = stdout
-	if lim.MaxOutputBytes > 0 {
-		reader = io.LimitReader(stdout, lim.MaxOutputBytes+1)
-	}
-	out, readErr := io.ReadAll(reader)
-	tooLarge := lim.MaxOutputBytes > 0 && int64(len(out)) > lim.MaxOutputBytes
-	if tooLarge {
-		kill()
-	}
+	out, tooLarge, readErr := readChildOutput(stdout, lim.MaxOutputBytes, kill)
 	waitErr := cmd.Wait()
 	close(done)
 	<-stopped
@@ -175,6 +140,75 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		// A tree beyond the stream's caps never reaches the child.
 		return Result{Error: failed("%v", writeErr)}, nil
 	}
+	return decodeChildResult(out, waitErr, lim.MaxMemoryBytes), nil
+}
+
+// childCommand is the child's command, not started: `binary args...` with
+// childEnv (and a GOMEMLIMIT under a memory limit), in /, in its own
+// process group and in lim.Sandbox.
+func childCommand(binary string, args []string, lim Limits) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = childEnv
+	if lim.MaxMemoryBytes > 0 {
+		// A soft limit below the hard one makes the child's collector work
+		// before its allocations fail; the runtime reads it at start.
+		cmd.Env = append(slices.Clone(childEnv), "GOMEMLIMIT="+strconv.FormatInt(lim.MaxMemoryBytes/2, 10))
+	}
+	cmd.Dir = "/"
+	// Its own group, so a kill reaches anything it starts; killed with the
+	// server should the server die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	applySandbox(cmd, lim.Sandbox)
+	return cmd
+}
+
+// startChild starts cmd with pipes to its stdin and stdout and sets its
+// memory limit; kill kills its process group. A child whose limit cannot be
+// set is killed and waited for.
+func startChild(cmd *exec.Cmd, lim Limits) (stdin io.WriteCloser, stdout io.ReadCloser, kill func(), err error) {
+	stdin, err = cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, fmt.Errorf("starting render child: %w", err)
+	}
+	pid := cmd.Process.Pid
+	kill = func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+	if lim.MaxMemoryBytes > 0 {
+		if err := setDataLimit(pid, uint64(lim.MaxMemoryBytes)); err != nil {
+			kill()
+			_ = cmd.Wait()
+			return nil, nil, nil, fmt.Errorf("limiting render child memory: %w", err)
+		}
+	}
+	return stdin, stdout, kill, nil
+}
+
+// readChildOutput reads the child's stdout, at most maxBytes+1 of it under
+// a cap (zero: none); an output over the cap is tooLarge and kills the
+// child.
+func readChildOutput(stdout io.Reader, maxBytes int64, kill func()) (out []byte, tooLarge bool, err error) {
+	reader := stdout
+	if maxBytes > 0 {
+		reader = io.LimitReader(stdout, maxBytes+1)
+	}
+	out, err = io.ReadAll(reader)
+	tooLarge = maxBytes > 0 && int64(len(out)) > maxBytes
+	if tooLarge {
+		kill()
+	}
+	return out, tooLarge, err
+}
+
+// decodeChildResult is the Result the child wrote, or a render_failed
+// error with ReasonProcessFailed (ReasonMemoryLimit under a memory limit)
+// when out holds none.
+func decodeChildResult(out []byte, waitErr error, maxMemoryBytes int64) Result {
 	var res Result
 	if err := json.Unmarshal(out, &res); err != nil || (res.Error == nil && res.SourceType == "") {
 		msg, reason := "render process failed", ReasonProcessFailed
@@ -182,15 +216,15 @@ func RunChild(ctx context.Context, binary string, args []string, req Request, li
 		if errors.As(waitErr, &exitErr) {
 			msg += " (" + exitErr.ProcessState.String() + ")"
 		}
-		if lim.MaxMemoryBytes > 0 {
-			msg += fmt.Sprintf("; it may have exceeded the memory limit of %d bytes", lim.MaxMemoryBytes)
+		if maxMemoryBytes > 0 {
+			msg += fmt.Sprintf("; it may have exceeded the memory limit of %d bytes", maxMemoryBytes)
 			reason = ReasonMemoryLimit
 		}
 		e := failed("%s", msg)
 		e.Reason = reason
-		return Result{Error: e}, nil
+		return Result{Error: e}
 	}
-	return res, nil
+	return res
 }
 
 // setDataLimit sets RLIMIT_DATA of another process (prlimit(2)). Unlike

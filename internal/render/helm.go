@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/ignore"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -46,7 +47,39 @@ func renderHelm(req Request, t tree, appPath string, opts *Helm) ([]*unstructure
 	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
 		return nil, notes, failed("%v", err)
 	}
+	caps, more, rerr := helmCapabilities(req, opts, ch)
+	notes = append(notes, more...)
+	if rerr != nil {
+		return nil, notes, rerr
+	}
+	namespace := req.Namespace
+	if opts.Namespace != "" {
+		namespace = opts.Namespace
+	}
+	options := chartutil.ReleaseOptions{
+		Name:      releaseName(req.AppName, opts.ReleaseName),
+		Namespace: namespace,
+		Revision:  1,
+		IsInstall: true,
+	}
+	hooks, manifests, rerr := renderTemplates(ch, vals, options, caps)
+	if rerr != nil {
+		return nil, notes, rerr
+	}
+	objs, rerr := chartObjects(ch, hooks, manifests, opts)
+	if rerr != nil {
+		return nil, notes, rerr
+	}
+	return objs, notes, nil
+}
 
+// helmCapabilities are Helm's default capabilities with the Kubernetes
+// version and API versions of the source (else of the request), as
+// --kube-version and --api-versions set them; an unparsable version keeps
+// Helm's default and makes a note. A chart whose kubeVersion excludes the
+// version is an error.
+func helmCapabilities(req Request, opts *Helm, ch *chart.Chart) (*chartutil.Capabilities, []string, *Error) {
+	var notes []string
 	caps := chartutil.DefaultCapabilities.Copy()
 	kubeVersion := req.KubeVersion
 	if opts.KubeVersion != "" {
@@ -68,25 +101,21 @@ func renderHelm(req Request, t tree, appPath string, opts *Helm) ([]*unstructure
 	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
 		return nil, notes, failed("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
 	}
+	return caps, notes, nil
+}
 
-	namespace := req.Namespace
-	if opts.Namespace != "" {
-		namespace = opts.Namespace
-	}
-	options := chartutil.ReleaseOptions{
-		Name:      releaseName(req.AppName, opts.ReleaseName),
-		Namespace: namespace,
-		Revision:  1,
-		IsInstall: true,
-	}
+// renderTemplates renders the chart's templates with vals (schema
+// validated) and sorts what they make, less NOTES.txt, into hooks and
+// manifests in install order.
+func renderTemplates(ch *chart.Chart, vals map[string]any, options chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, *Error) {
 	renderVals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, false)
 	if err != nil {
-		return nil, notes, failed("%v", err)
+		return nil, nil, failed("%v", err)
 	}
 	var e engine.Engine
 	files, err := e.Render(ch, renderVals)
 	if err != nil {
-		return nil, notes, failed("%v", err)
+		return nil, nil, failed("%v", err)
 	}
 	for name := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
@@ -95,9 +124,15 @@ func renderHelm(req Request, t tree, appPath string, opts *Helm) ([]*unstructure
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, notes, failed("%v", err)
+		return nil, nil, failed("%v", err)
 	}
+	return hooks, manifests, nil
+}
 
+// chartObjects are the rendered objects in Helm's output order: the
+// chart's CRDs (unless SkipCrds), the manifests, then the hooks (less test
+// hooks with SkipTests).
+func chartObjects(ch *chart.Chart, hooks []*release.Hook, manifests []releaseutil.Manifest, opts *Helm) ([]*unstructured.Unstructured, *Error) {
 	var docs [][]byte
 	if !opts.SkipCrds {
 		for _, crd := range ch.CRDObjects() {
@@ -117,11 +152,11 @@ func renderHelm(req Request, t tree, appPath string, opts *Helm) ([]*unstructure
 	for _, d := range docs {
 		found, err := splitYAML(d)
 		if err != nil {
-			return nil, notes, failed("%v", err)
+			return nil, failed("%v", err)
 		}
 		objs = append(objs, found...)
 	}
-	return objs, notes, nil
+	return objs, nil
 }
 
 func isTestHook[E ~string](events []E) bool {
