@@ -1,392 +1,180 @@
 package service
 
 import (
-	"encoding/json"
-	"sort"
-	"strings"
+	"context"
+	"sync"
 	"time"
 )
 
-// AppSource is one source of an Argo CD Application (spec.source or an
-// entry of spec.sources).
-type AppSource struct {
-	RepoURL        string `json:"repo_url"`
-	Path           string `json:"path"`
-	Chart          string `json:"chart"`
-	TargetRevision string `json:"target_revision"`
-	// Ref names a multi-source app's values source ($<ref>/... value files).
-	Ref string `json:"-"`
-	// Spec is the whole source object as the Application holds it (its
-	// repoURL without credentials): what rendering reads (directory,
-	// kustomize and helm settings).
-	Spec json.RawMessage `json:"-"`
+// ArgoCD is the Argo CD use case: the sidebar, the app list and the app
+// detail, all served from the shared snapshot cache, with the team's own
+// data (the connected repo) joined after the cache.
+type ArgoCD struct {
+	Clusters ClusterStore
+	Cache    *SnapshotCache
+	Detector OwnershipDetector
+	Plans    PlanStore // for the apps' Kukie history
+	// Parallel bounds the clusters the sidebar reads at once in the
+	// background (default 8).
+	Parallel int
+
+	initBackground sync.Once
+	background     chan struct{} // one slot per background read
+	reading        sync.Map      // cluster keys read in the background now
 }
 
-// AppSync is what status.sync says Argo CD last compared: the revision(s)
-// and the source(s) as they were then (status.sync.comparedTo), which the
-// repo tab renders so it shows what the app applies.
-type AppSync struct {
-	Revision  string
-	Revisions []string
-	// ComparedTo are the compared sources (empty when status is empty).
-	ComparedTo []AppSource
+// AppList is a cluster's app list with its summary.
+type AppList struct {
+	Summary   AppSummary
+	Snapshot  *Snapshot
+	KukieRepo KukieRepo
 }
 
-// AppDestination is where an Application deploys to.
-type AppDestination struct {
-	Server    string `json:"server"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
+// ErrLimitedAccess is the answer for Argo CD reads on a LIMITED cluster:
+// its role cannot read Argo CD, so the cluster is not called.
+func ErrLimitedAccess() error {
+	return ReasonError(EFORBIDDEN, ReasonLimitedAccess,
+		"Kukie has limited access to this cluster; Argo CD can be read only with full access.")
 }
 
-// AppOperation is the last (or running) sync operation.
-type AppOperation struct {
-	Phase       string     `json:"phase"`
-	Message     string     `json:"message"`
-	StartedAt   *time.Time `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	InitiatedBy string     `json:"initiated_by"`
-	Automated   bool       `json:"automated"`
-}
-
-// Failed reports whether the operation ended in failure (Argo CD's phases
-// Failed and Error). A nil operation has not failed.
-func (o *AppOperation) Failed() bool { return o != nil && (o.Phase == "Failed" || o.Phase == "Error") }
-
-// AppProblem says why an Application needs attention.
-type AppProblem struct {
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-// Problem reasons, in the order the app list ranks them (most urgent first).
-const (
-	ProblemOperationFailed = "operation_failed"
-	ProblemErrorCondition  = "error_condition"
-	ProblemDegraded        = "degraded"
-	ProblemMissing         = "missing"
-	ProblemOutOfSync       = "out_of_sync"
-	ProblemSyncUnknown     = "sync_unknown"
-	ProblemProgressing     = "progressing"
-	ProblemSuspended       = "suspended"
-)
-
-var problemRank = map[string]int{
-	ProblemOperationFailed: 0, ProblemErrorCondition: 0,
-	ProblemDegraded: 1, ProblemMissing: 2, ProblemOutOfSync: 3, ProblemSyncUnknown: 4,
-	ProblemProgressing: 5, ProblemSuspended: 6,
-}
-
-// AppResource is one row of status.resources: an object the app manages.
-type AppResource struct {
-	Group     string `json:"group"`
-	Version   string `json:"version"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Status    string `json:"status"`
-	// Health is nil when Argo CD did not store it: since Argo CD 3.0
-	// status.resources holds no per-resource health by default
-	// (controller.resource.health.persist), which is not "Unknown".
-	Health          *string `json:"health"`
-	Hook            bool    `json:"hook"`
-	RequiresPruning bool    `json:"requires_pruning"`
-
-	// RowLevel, RowCause and RowReason are what a direct change to the
-	// row's object meets (argocd.DecideRow, the rule behind the approval
-	// card too), set when the app is parsed.
-	RowLevel  Level  `json:"-"`
-	RowCause  string `json:"-"`
-	RowReason string `json:"-"`
-}
-
-// AppCondition is one of status.conditions.
-type AppCondition struct {
-	Type               string     `json:"type"`
-	Message            string     `json:"message"`
-	LastTransitionTime *time.Time `json:"last_transition_time"`
-}
-
-// IsError reports an error condition: Argo CD names them with the suffix
-// "Error" (ComparisonError, SyncError, ...); the others are warnings.
-func (c AppCondition) IsError() bool { return strings.HasSuffix(c.Type, "Error") }
-
-// AppHistoryEntry is one Git-driven deploy from status.history.
-type AppHistoryEntry struct {
-	ID          int64      `json:"id"`
-	Revision    string     `json:"revision"`
-	Revisions   []string   `json:"revisions"`
-	DeployedAt  *time.Time `json:"deployed_at"`
-	InitiatedBy string     `json:"initiated_by"`
-}
-
-// Application is an Argo CD Application as Kukie shows it, parsed from the
-// cluster. It holds nothing user-specific, so it can be shared by a cache.
-type Application struct {
-	// ID is the path segment of the detail route: the name, or
-	// "<namespace>_<name>" when the app lives outside the control-plane
-	// namespace ("_" cannot occur in Kubernetes names).
-	ID            string         `json:"id"`
-	Name          string         `json:"name"`
-	Namespace     string         `json:"namespace"`
-	Project       string         `json:"project"`
-	Sources       []AppSource    `json:"sources"`
-	Destination   AppDestination `json:"destination"`
-	SyncStatus    string         `json:"sync_status"`
-	HealthStatus  string         `json:"health_status"`
-	HealthMessage string         `json:"-"`
-	AutoSync      bool           `json:"auto_sync"`
-	SelfHeal      bool           `json:"self_heal"`
-	Prune         bool           `json:"prune"`
-	Operation     *AppOperation  `json:"operation"`
-	ReconciledAt  *time.Time     `json:"reconciled_at"`
-	Problems      []AppProblem   `json:"problems"`
-
-	// Level is how strongly the app reverts a direct change to a resource
-	// it manages, from its sync policy alone, and LevelReason says why in
-	// words. Set when the app is parsed, so the detail's rows and ownership
-	// detection read the same rule.
-	Level       Level  `json:"-"`
-	LevelReason string `json:"-"`
-
-	Resources  []AppResource     `json:"-"`
-	Conditions []AppCondition    `json:"-"`
-	History    []AppHistoryEntry `json:"-"`
-
-	// IgnoreDifferences are the app's spec.ignoreDifferences rules;
-	// RespectIgnoreDifferences is set by the sync option of that name.
-	IgnoreDifferences        []IgnoreRule `json:"-"`
-	RespectIgnoreDifferences bool         `json:"-"`
-
-	// Sync is status.sync's revision(s) and compared source(s).
-	Sync AppSync `json:"-"`
-	// HydratedSource is, for a spec.sourceHydrator app, the hydrated branch
-	// (syncSource.targetBranch and path) rendered as a plain directory; nil
-	// otherwise.
-	HydratedSource *AppSource `json:"-"`
-
-	// SkipReconcile is set by the annotation argocd.argoproj.io/skip-reconcile
-	// (true): the controller ignores the app and reverts nothing.
-	SkipReconcile bool `json:"-"`
-	// ManifestGeneratePaths is set when the app carries
-	// argocd.argoproj.io/manifest-generate-paths: auto-sync follows only
-	// commits that touch those paths.
-	ManifestGeneratePaths bool `json:"-"`
-	// SelfHealPaused is set when the last sync operation to the current
-	// revision and source completed without success (upstream
-	// alreadyAttemptedSync): Argo CD neither auto-syncs nor self-heals
-	// until a new revision or a successful sync.
-	SelfHealPaused bool `json:"-"`
-}
-
-// ArgoCDSettings are the argocd-cm settings that change ownership answers
-// (only these keys are read; the ConfigMap itself is never stored or
-// logged).
-type ArgoCDSettings struct {
-	// InstallationID is installationID: when set, objects whose
-	// argocd.argoproj.io/installation-id annotation differs belong to
-	// another Argo CD instance.
-	InstallationID string
-	// InstanceLabelKey is application.instanceLabelKey (default
-	// app.kubernetes.io/instance).
-	InstanceLabelKey string
-	// TrackingMethod is application.resourceTrackingMethod: "" (absent),
-	// "label", "annotation" or "annotation+label".
-	TrackingMethod string
-	// IgnoreRules are the system-wide rules of
-	// resource.customizations.ignoreDifferences.<group_kind>, ...all and the
-	// legacy resource.customizations; merged with each app's own.
-	IgnoreRules []IgnoreRule
-	// KustomizeBuildOptions is kustomize.buildOptions, passed to every
-	// kustomize render of the repo tab.
-	KustomizeBuildOptions string
-	// Read is false when the ConfigMap could not be read (forbidden or
-	// absent): the defaults apply and Note says why.
-	Read bool
-	Note string
-}
-
-// DefaultInstanceLabelKey is Argo CD's default application.instanceLabelKey.
-const DefaultInstanceLabelKey = "app.kubernetes.io/instance"
-
-// LabelKey is the instance label key in force.
-func (s ArgoCDSettings) LabelKey() string {
-	if s.InstanceLabelKey == "" {
-		return DefaultInstanceLabelKey
+func (s *ArgoCD) fullCluster(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
+	cl, err := s.Clusters.GetCluster(ctx, p.TeamID, clusterID)
+	if err != nil {
+		return cl, err
 	}
-	return s.InstanceLabelKey
-}
-
-// IgnoreRule is one spec.ignoreDifferences entry. Only JSONPointers can be
-// evaluated here; the other forms are kept to say so.
-type IgnoreRule struct {
-	Group, Kind, Name, Namespace string
-	JSONPointers                 []string
-	// HasUnevaluated is set when the rule also has jqPathExpressions or
-	// managedFieldsManagers, which this server cannot evaluate.
-	HasUnevaluated bool
-}
-
-// Level says how strongly Argo CD reverts a direct change.
-type Level string
-
-// Levels, strongest first.
-const (
-	LevelSelfHeal    Level = "self_heal"    // auto-sync with selfHeal: reverted soon
-	LevelUnknown     Level = "unknown"      // managed, but the policy cannot be read
-	LevelAutoSync    Level = "auto_sync"    // reverted at the next Git change
-	LevelManual      Level = "manual"       // stays; the app shows OutOfSync
-	LevelNotReverted Level = "not_reverted" // ignored by the app's diff rules
-)
-
-// Valid reports whether l is one of the five levels. How levels compare is
-// an Argo CD rule and lives in package argocd.
-func (l Level) Valid() bool {
-	switch l {
-	case LevelSelfHeal, LevelUnknown, LevelAutoSync, LevelManual, LevelNotReverted:
-		return true
+	if cl.AccessLevel != AccessFull {
+		return cl, ErrLimitedAccess()
 	}
-	return false
+	if !cl.Readable() {
+		return cl, ErrNotReadable(cl)
+	}
+	return cl, nil
 }
 
-// AppID returns the detail-route id of an app in namespace ns when the
-// control plane lives in controlNamespace.
-func AppID(name, ns, controlNamespace string) string {
-	if ns == "" || ns == controlNamespace {
-		return name
+func (s *ArgoCD) snapshot(ctx context.Context, p Principal, clusterID string, refresh bool) (Cluster, *Snapshot, error) {
+	cl, err := s.fullCluster(ctx, p, clusterID)
+	if err != nil {
+		return cl, nil, err
 	}
-	return ns + "_" + name
+	snap := s.Cache.Get(ctx, cl, refresh)
+	if snap.Err != nil {
+		return cl, nil, snap.Err
+	}
+	return cl, snap, nil
 }
 
-// ComputeProblems fills in a.Problems from its status.
-func (a *Application) ComputeProblems() {
-	a.Problems = []AppProblem{}
-	add := func(reason, msg string) { a.Problems = append(a.Problems, AppProblem{Reason: reason, Message: msg}) }
-	if a.Operation.Failed() {
-		add(ProblemOperationFailed, a.Operation.Message)
+// List returns the cluster's apps, problems first, with the summary.
+func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refresh bool) (AppList, error) {
+	cl, snap, err := s.snapshot(ctx, p, clusterID, refresh)
+	if err != nil {
+		return AppList{}, err
 	}
-	for _, c := range a.Conditions {
+	summary := snap.Summary
+	summary.KukieRepo = kukieRepo(cl, summary)
+	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo}, nil
+}
+
+// DetailResource is a status.resources row with the level a direct change
+// to it would meet (the rule detection uses too), what decided it and why.
+type DetailResource struct {
+	AppResource
+	Level      Level  `json:"level"`
+	LevelCause string `json:"level_cause"`
+	Reason     string `json:"reason"`
+}
+
+// AppConditions splits status.conditions: errors by Argo CD's "Error" type
+// suffix; everything else is listed as a warning, so nothing the cluster
+// says is hidden.
+type AppConditions struct {
+	Errors   []AppCondition `json:"errors"`
+	Warnings []AppCondition `json:"warnings"`
+}
+
+// AppDetail is one app with everything the detail screen shows.
+type AppDetail struct {
+	Application
+	HealthMessage string `json:"health_message"`
+	// OutOfSyncResources answers "why OutOfSync": the rows Argo CD reports
+	// as OutOfSync.
+	OutOfSyncResources []DetailResource  `json:"out_of_sync_resources"`
+	Resources          []DetailResource  `json:"resources"`
+	Conditions         AppConditions     `json:"conditions"`
+	History            []AppHistoryEntry `json:"history"`
+	FetchedAt          time.Time         `json:"fetched_at"`
+}
+
+// Detail returns one app ready to show. An app that is not in the cluster
+// (deleted, or an id naming a namespace that is gone) is app_not_found.
+func (s *ArgoCD) Detail(ctx context.Context, p Principal, clusterID, appID string) (AppDetail, error) {
+	_, snap, err := s.snapshot(ctx, p, clusterID, false)
+	if err != nil {
+		return AppDetail{}, err
+	}
+	app, ok := snap.App(appID)
+	if !ok {
+		return AppDetail{}, ErrAppNotFound()
+	}
+	d := AppDetail{Application: app, HealthMessage: app.HealthMessage, Resources: []DetailResource{},
+		OutOfSyncResources: []DetailResource{}, History: app.History, FetchedAt: snap.FetchedAt.UTC(),
+		Conditions: AppConditions{Errors: []AppCondition{}, Warnings: []AppCondition{}}}
+	for _, res := range app.Resources {
+		row := DetailResource{AppResource: res, Level: res.RowLevel, LevelCause: res.RowCause, Reason: res.RowReason}
+		if row.Level == "" { // an app not parsed by argocd.ParseApplication
+			row.Level, row.LevelCause, row.Reason = app.Level, CausePolicy, app.LevelReason
+		}
+		d.Resources = append(d.Resources, row)
+		if res.Status == "OutOfSync" {
+			d.OutOfSyncResources = append(d.OutOfSyncResources, row)
+		}
+	}
+	for _, c := range app.Conditions {
 		if c.IsError() {
-			add(ProblemErrorCondition, c.Type+": "+c.Message)
+			d.Conditions.Errors = append(d.Conditions.Errors, c)
+		} else {
+			d.Conditions.Warnings = append(d.Conditions.Warnings, c)
 		}
 	}
-	switch a.HealthStatus {
-	case "Degraded":
-		add(ProblemDegraded, a.HealthMessage)
-	case "Missing":
-		add(ProblemMissing, a.HealthMessage)
-	case "Progressing":
-		add(ProblemProgressing, a.HealthMessage)
-	case "Suspended":
-		add(ProblemSuspended, a.HealthMessage)
+	return d, nil
+}
+
+// ErrAppNotFound is the answer for an app that is not in the cluster.
+func ErrAppNotFound() error {
+	return ReasonError(ENOTFOUND, ReasonAppNotFound, "The application does not exist in this cluster.")
+}
+
+// Ownership runs detection for the given targets on one of the team's
+// clusters. It answers for LIMITED clusters and dead clusters too: what
+// cannot be checked is reported as skipped, never as an error.
+func (s *ArgoCD) Ownership(ctx context.Context, p Principal, clusterID string, targets []ResourceRef, lang string) (Ownership, error) {
+	var v ValidationErrors
+	if len(targets) == 0 {
+		v.Add("resources", "must hold at least one resource")
 	}
-	switch a.SyncStatus {
-	case "Synced":
-	case "OutOfSync":
-		add(ProblemOutOfSync, "")
-	default:
-		add(ProblemSyncUnknown, "")
+	validateResources(&v, targets)
+	if err := v.Err(); err != nil {
+		return Ownership{}, err
 	}
-	sort.SliceStable(a.Problems, func(i, j int) bool {
-		return problemRank[a.Problems[i].Reason] < problemRank[a.Problems[j].Reason]
-	})
-}
-
-// rank is the app's place in the list: its most urgent problem, or after all
-// problems when it has none.
-func (a *Application) rank() int {
-	if len(a.Problems) == 0 {
-		return len(problemRank)
+	cl, err := s.Clusters.GetCluster(ctx, p.TeamID, clusterID)
+	if err != nil {
+		return Ownership{}, err
 	}
-	return problemRank[a.Problems[0].Reason]
+	return s.Detector.Detect(ctx, cl, targets, lang), nil
 }
 
-// SortApplications orders apps problems first, then by name (and namespace).
-func SortApplications(apps []Application) {
-	sort.SliceStable(apps, func(i, j int) bool {
-		ri, rj := apps[i].rank(), apps[j].rank()
-		if ri != rj {
-			return ri < rj
-		}
-		if apps[i].Name != apps[j].Name {
-			return apps[i].Name < apps[j].Name
-		}
-		return apps[i].Namespace < apps[j].Namespace
-	})
-}
-
-// AppSummary counts a cluster's apps for the summary card and the sidebar.
-type AppSummary struct {
-	Total           int       `json:"total"`
-	Synced          int       `json:"synced"`
-	OutOfSync       int       `json:"out_of_sync"`
-	SyncUnknown     int       `json:"sync_unknown"`
-	Healthy         int       `json:"healthy"`
-	Progressing     int       `json:"progressing"`
-	Degraded        int       `json:"degraded"`
-	Suspended       int       `json:"suspended"`
-	Missing         int       `json:"missing"`
-	HealthUnknown   int       `json:"health_unknown"`
-	SelfHeal        int       `json:"self_heal"`
-	AutoSync        int       `json:"auto_sync"`
-	OperationFailed int       `json:"operation_failed"`
-	SourceRepos     []string  `json:"source_repos"`
-	KukieRepo       KukieRepo `json:"kukie_repo"`
-}
-
-// KukieRepo is the GitOps repository connected to Kukie for a cluster, and
-// whether any app deploys from it. Users confused it with the apps' own
-// source repos, so it is shown apart.
-type KukieRepo struct {
-	URL       string `json:"url"`
-	Connected bool   `json:"connected"`
-}
-
-// Summarize counts apps. The Kukie repo is joined in by the caller (it is
-// team data, not cluster data).
-func Summarize(apps []Application) AppSummary {
-	s := AppSummary{Total: len(apps), SourceRepos: []string{}}
-	repos := map[string]bool{}
-	for _, a := range apps {
-		switch a.SyncStatus {
-		case "Synced":
-			s.Synced++
-		case "OutOfSync":
-			s.OutOfSync++
-		default:
-			s.SyncUnknown++
-		}
-		switch a.HealthStatus {
-		case "Healthy":
-			s.Healthy++
-		case "Progressing":
-			s.Progressing++
-		case "Degraded":
-			s.Degraded++
-		case "Suspended":
-			s.Suspended++
-		case "Missing":
-			s.Missing++
-		default:
-			s.HealthUnknown++
-		}
-		if a.SelfHeal {
-			s.SelfHeal++
-		}
-		if a.AutoSync {
-			s.AutoSync++
-		}
-		if a.Operation.Failed() {
-			s.OperationFailed++
-		}
-		for _, src := range a.Sources {
-			// One repo written several ways (git@, https://, ssh://) is listed once.
-			if key := NormalizeRepoURL(src.RepoURL); key != "" && !repos[key] {
-				repos[key] = true
-				s.SourceRepos = append(s.SourceRepos, src.RepoURL)
-			}
+// kukieRepo says whether any app deploys from the repo connected to Kukie,
+// from the summary's source repos (one per repo however it is written).
+func kukieRepo(cl Cluster, summary AppSummary) KukieRepo {
+	r := KukieRepo{URL: cl.GitOpsRepo}
+	want := NormalizeRepoURL(cl.GitOpsRepo)
+	if want == "" {
+		return r
+	}
+	for _, u := range summary.SourceRepos {
+		if NormalizeRepoURL(u) == want {
+			r.Connected = true
+			return r
 		}
 	}
-	sort.Strings(s.SourceRepos)
-	return s
+	return r
 }

@@ -222,11 +222,31 @@ type renderEnv struct {
 // were rendered before), masked.
 func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application, env renderEnv, src AppSource,
 	commit string, refs refSources) SourceManifests {
-	refFiles := refs.files
 	part := SourceManifests{RepoURL: src.RepoURL, Path: src.Path, Notes: []string{}}
-	fail := func(code Reason, msg string) SourceManifests {
-		part.Error = &SourceError{Code: code, Message: msg}
+	files, commit, spec, failure := s.sourceFiles(ctx, c, src, commit)
+	if failure != nil {
+		part.Error = failure
 		return part
+	}
+	part.Commit = commit
+	key := renderKey(c, app, env, src, commit, spec, refs)
+	if hit, ok := s.renders.get(c.TeamID, key); ok {
+		return hit
+	}
+	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
+		return s.renderFlight(ctx, c, app, env, part, files, spec, refs, key), nil
+	})
+	return v.(SourceManifests)
+}
+
+// sourceFiles reads what one source renders from: a chart from its Helm
+// repository, or the connected repository's tree at commit (ref resolved
+// now when commit is ""). It returns the files, the commit (a chart's
+// version) and the spec to render, or the error the source shows.
+func (s *RepoView) sourceFiles(ctx context.Context, c Cluster, src AppSource, commit string) (map[string][]byte, string,
+	json.RawMessage, *SourceError) {
+	fail := func(code Reason, msg string) (map[string][]byte, string, json.RawMessage, *SourceError) {
+		return nil, "", nil, &SourceError{Code: code, Message: msg}
 	}
 	var files map[string][]byte
 	var err error
@@ -258,60 +278,60 @@ func (s *RepoView) renderSource(ctx context.Context, c Cluster, app Application,
 		}
 		return fail(reason, ErrorMessage(err))
 	}
-	part.Commit = commit
-	key := renderKey(c, app, env, src, commit, spec, refs)
-	if hit, ok := s.renders.get(c.TeamID, key); ok {
-		return hit
+	return files, commit, spec, nil
+}
+
+// renderFlight renders p's source from files in one render queue slot,
+// masks the result and caches it under key when it may be: the body of the
+// flight that callers of the same inputs share.
+func (s *RepoView) renderFlight(ctx context.Context, c Cluster, app Application, env renderEnv, p SourceManifests,
+	files map[string][]byte, spec json.RawMessage, refs refSources, key string) SourceManifests {
+	refFiles := refs.files
+	var secrets []string
+	// Callers collapsed into this flight share one slot. The flight
+	// outlives any one caller, so neither the wait nor the render ends
+	// with the first caller's context.
+	release, err := s.Queue.Acquire(context.WithoutCancel(ctx), c.TeamID)
+	if err != nil {
+		p.Error = &SourceError{Code: ReasonRenderBusy, Message: ErrorMessage(err)}
+		return p // not cached: the next request queues again
 	}
-	v, _, _ := s.renders.flight.Do(key, func() (any, error) {
-		p := part
-		var secrets []string
-		// Callers collapsed into this flight share one slot. The flight
-		// outlives any one caller, so neither the wait nor the render ends
-		// with the first caller's context.
-		release, err := s.Queue.Acquire(context.WithoutCancel(ctx), c.TeamID)
-		if err != nil {
-			p.Error = &SourceError{Code: ReasonRenderBusy, Message: ErrorMessage(err)}
-			return p, nil // not cached: the next request queues again
-		}
-		defer release()
-		out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
-			AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
-			KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
-		switch {
-		case err != nil:
-			p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
-			return p, nil // a failure to run is not cached
-		case out.Code != "" && out.Masked:
-			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
-		case out.Code != "":
-			// A tool's message may quote a template's values: masked, and
-			// cut of every secret masked in the source's inputs.
-			msg := s.Masker.File("render-error.txt", []byte(out.Message))
-			p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
-			secrets = append(secrets, msg.Secrets...)
-		case out.Masked:
-			// Masked in the child, under its limits: masking again here
-			// would spend the server's memory and CPU on a tenant's output.
-			p.SourceType, p.Manifests = out.SourceType, string(out.Manifests)
-		default:
-			m := s.ManifestMasker.Manifests(out.Manifests)
-			p.SourceType, p.Manifests = out.SourceType, string(m.Content)
-			secrets = append(secrets, m.Secrets...)
-		}
-		secrets = append(secrets, out.Secrets...)
-		if out.Notes != nil {
-			p.Notes = slices.Clone(out.Notes)
-		}
-		secrets = append(secrets, s.inputSecrets(files, refFiles, spec)...)
-		p.redactor = s.Masker.Redactor(secrets)
-		p = s.redacted(p, p.redactor)
-		if cacheableRender(out) && !refs.unread {
-			s.renders.add(s.RenderCacheBytes, c.TeamID, key, p)
-		}
-		return p, nil
-	})
-	return v.(SourceManifests)
+	defer release()
+	out, err := s.Renderer.Render(context.WithoutCancel(ctx), RenderInput{Files: files, RefFiles: refFiles, Spec: spec,
+		AppName: app.Name, Namespace: app.Destination.Namespace, KustomizeBuildOptions: env.settings.KustomizeBuildOptions,
+		KubeVersion: env.kubeVersion, APIVersions: env.apiVersions})
+	switch {
+	case err != nil:
+		p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
+		return p // a failure to run is not cached
+	case out.Code != "" && out.Masked:
+		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
+	case out.Code != "":
+		// A tool's message may quote a template's values: masked, and
+		// cut of every secret masked in the source's inputs.
+		msg := s.Masker.File("render-error.txt", []byte(out.Message))
+		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
+		secrets = append(secrets, msg.Secrets...)
+	case out.Masked:
+		// Masked in the child, under its limits: masking again here
+		// would spend the server's memory and CPU on a tenant's output.
+		p.SourceType, p.Manifests = out.SourceType, string(out.Manifests)
+	default:
+		m := s.ManifestMasker.Manifests(out.Manifests)
+		p.SourceType, p.Manifests = out.SourceType, string(m.Content)
+		secrets = append(secrets, m.Secrets...)
+	}
+	secrets = append(secrets, out.Secrets...)
+	if out.Notes != nil {
+		p.Notes = slices.Clone(out.Notes)
+	}
+	secrets = append(secrets, s.inputSecrets(files, refFiles, spec)...)
+	p.redactor = s.Masker.Redactor(secrets)
+	p = s.redacted(p, p.redactor)
+	if cacheableRender(out) && !refs.unread {
+		s.renders.add(s.RenderCacheBytes, c.TeamID, key, p)
+	}
+	return p
 }
 
 // redacted returns part with r's secrets cut from its error and notes.

@@ -54,6 +54,18 @@ const maxKustomizeDepth = 8
 // count. At most MaxRepoFolders folders (truncated then).
 func RepoFolders(files map[string][]byte, prefix string, apps []Application, repoURL string) (folders []RepoFolder, truncated bool) {
 	prefix = strings.Trim(prefix, "/")
+	dirs := repoDirs(files, prefix)
+	links := folderLinks{}
+	want := NormalizeRepoURL(repoURL)
+	for _, a := range apps {
+		links.linkApp(files, a, want)
+	}
+	return listFolders(dirs, prefix, links)
+}
+
+// repoDirs are the folders holding the files, and the root when the
+// listing starts there (prefix "").
+func repoDirs(files map[string][]byte, prefix string) map[string]bool {
 	dirs := map[string]bool{}
 	for f := range files {
 		for d := path.Dir(f); d != "." && d != "/"; d = path.Dir(d) {
@@ -63,59 +75,79 @@ func RepoFolders(files map[string][]byte, prefix string, apps []Application, rep
 	if prefix == "" {
 		dirs["."] = true
 	}
-	links := map[string][]FolderApp{}
-	link := func(dir string, a Application, via string) {
-		dir = path.Clean(dir)
-		if dir == "" {
-			dir = "."
-		}
-		for _, l := range links[dir] {
-			if l.AppID == a.ID && l.Via == via {
-				return
-			}
-		}
-		links[dir] = append(links[dir], FolderApp{AppID: a.ID, Name: a.Name, Via: via})
+	return dirs
+}
+
+// folderLinks are the apps that use each folder, by its clean path.
+type folderLinks map[string][]FolderApp
+
+// link records that app a uses dir via a way, once.
+func (links folderLinks) link(dir string, a Application, via string) {
+	dir = path.Clean(dir)
+	if dir == "" {
+		dir = "."
 	}
-	want := NormalizeRepoURL(repoURL)
-	for _, a := range apps {
-		refs := map[string]bool{} // ref names whose source is this repository
-		for _, src := range a.Sources {
-			if src.Ref != "" && NormalizeRepoURL(src.RepoURL) == want {
-				refs[src.Ref] = true
-			}
-		}
-		for _, src := range a.Sources {
-			here := NormalizeRepoURL(src.RepoURL) == want
-			if here && src.Chart == "" && src.Ref == "" || here && src.Path != "" {
-				dir := path.Clean(strings.Trim(src.Path, "/"))
-				link(dir, a, ViaSourcePath)
-				for _, d := range kustomizeDirs(files, dir, 0, map[string]bool{}) {
-					if d != dir {
-						link(d, a, ViaKustomizeResource)
-					}
-				}
-			}
-			for _, vf := range helmValueFiles(src.Spec) {
-				if ref, rest, ok := strings.Cut(vf, "/"); ok && strings.HasPrefix(ref, "$") {
-					// "$<ref>/<file>" is read from the ref source's root.
-					if p, inside := resolveRepoPath(".", "/"+rest); refs[strings.TrimPrefix(ref, "$")] && inside && p != "." {
-						link(path.Dir(p), a, ViaHelmValueFile)
-					}
-					continue
-				}
-				if u, err := url.Parse(vf); err == nil && u.Scheme != "" {
-					// A URL ("https://…", but also "a:") is a remote file or
-					// an error for Argo CD, never a file of this repository
-					// (upstream util/io/path/resolved.go,
-					// ResolveValueFilePathOrUrl).
-					continue
-				}
-				if p, inside := resolveRepoPath(strings.Trim(src.Path, "/"), vf); here && inside && p != "." {
-					link(path.Dir(p), a, ViaHelmValueFile)
-				}
-			}
+	for _, l := range links[dir] {
+		if l.AppID == a.ID && l.Via == via {
+			return
 		}
 	}
+	links[dir] = append(links[dir], FolderApp{AppID: a.ID, Name: a.Name, Via: via})
+}
+
+// linkApp links the folders app a uses in the repository want (a
+// normalized URL): its sources' paths, what their kustomizations pull in,
+// and its Helm value files.
+func (links folderLinks) linkApp(files map[string][]byte, a Application, want string) {
+	refs := map[string]bool{} // ref names whose source is this repository
+	for _, src := range a.Sources {
+		if src.Ref != "" && NormalizeRepoURL(src.RepoURL) == want {
+			refs[src.Ref] = true
+		}
+	}
+	for _, src := range a.Sources {
+		here := NormalizeRepoURL(src.RepoURL) == want
+		if here && src.Chart == "" && src.Ref == "" || here && src.Path != "" {
+			dir := path.Clean(strings.Trim(src.Path, "/"))
+			links.link(dir, a, ViaSourcePath)
+			for _, d := range kustomizeDirs(files, dir, 0, map[string]bool{}) {
+				if d != dir {
+					links.link(d, a, ViaKustomizeResource)
+				}
+			}
+		}
+		links.linkValueFiles(a, src, here, refs)
+	}
+}
+
+// linkValueFiles links the folders of src's Helm value files: "$ref/..."
+// files whose ref is in refs, and the source's own files when the source
+// is this repository's (here).
+func (links folderLinks) linkValueFiles(a Application, src AppSource, here bool, refs map[string]bool) {
+	for _, vf := range helmValueFiles(src.Spec) {
+		if ref, rest, ok := strings.Cut(vf, "/"); ok && strings.HasPrefix(ref, "$") {
+			// "$<ref>/<file>" is read from the ref source's root.
+			if p, inside := resolveRepoPath(".", "/"+rest); refs[strings.TrimPrefix(ref, "$")] && inside && p != "." {
+				links.link(path.Dir(p), a, ViaHelmValueFile)
+			}
+			continue
+		}
+		if u, err := url.Parse(vf); err == nil && u.Scheme != "" {
+			// A URL ("https://…", but also "a:") is a remote file or
+			// an error for Argo CD, never a file of this repository
+			// (upstream util/io/path/resolved.go,
+			// ResolveValueFilePathOrUrl).
+			continue
+		}
+		if p, inside := resolveRepoPath(strings.Trim(src.Path, "/"), vf); here && inside && p != "." {
+			links.link(path.Dir(p), a, ViaHelmValueFile)
+		}
+	}
+}
+
+// listFolders lists the folders of dirs under prefix, sorted, at most
+// MaxRepoFolders (truncated then), each with the apps linked to it.
+func listFolders(dirs map[string]bool, prefix string, links folderLinks) (folders []RepoFolder, truncated bool) {
 	names := make([]string, 0, len(dirs))
 	for d := range dirs {
 		if prefix == "" || d == prefix || strings.HasPrefix(d, prefix+"/") {
