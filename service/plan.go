@@ -3,11 +3,8 @@ package service
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -252,130 +249,6 @@ func (s *Plans) Get(ctx context.Context, p Principal, id string) (Plan, error) {
 	return s.Store.GetPlan(ctx, p, id)
 }
 
-// PlanQuery is a list request as the client sends it.
-type PlanQuery struct {
-	ClusterID, Status, ConversationID, Kind, Namespace, Name string
-	Limit                                                    int // 0 = default
-	Cursor                                                   string
-}
-
-// PlanPage is one page of plans and the cursor of the next ("" when last).
-type PlanPage struct {
-	Items      []Plan `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
-// List returns the caller's visible plans matching q, newest first.
-func (s *Plans) List(ctx context.Context, p Principal, q PlanQuery) (PlanPage, error) {
-	var v ValidationErrors
-	f := PlanFilter{
-		ClusterID:      q.ClusterID,
-		Status:         PlanStatus(q.Status),
-		ConversationID: q.ConversationID,
-		Kind:           strings.ToLower(q.Kind),
-		Namespace:      q.Namespace,
-		Name:           q.Name,
-		Limit:          q.Limit,
-	}
-	if f.Status != "" && !f.Status.Valid() {
-		v.Add("status", "must be one of pending, approved, rejected, executed, failed")
-	}
-	for field, val := range map[string]string{"cluster_id": q.ClusterID, "conversation_id": q.ConversationID,
-		"kind": q.Kind, "namespace": q.Namespace, "name": q.Name} {
-		checkText(&v, field, val, false, maxIDLength)
-	}
-	if err := v.Err(); err != nil {
-		return PlanPage{}, err
-	}
-	if err := checkLimit(&f.Limit); err != nil {
-		return PlanPage{}, err
-	}
-	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return PlanPage{}, Errorf(EINVALID, "The cursor is not one this server issued.")
-		}
-		f.After = &c
-	}
-	plans, more, err := s.Store.ListPlans(ctx, p, f)
-	if err != nil {
-		return PlanPage{}, err
-	}
-	page := PlanPage{Items: plans}
-	if page.Items == nil {
-		page.Items = []Plan{}
-	}
-	if more && len(plans) > 0 {
-		last := plans[len(plans)-1]
-		page.NextCursor = encodeCursor(PlanCursor{CreatedAt: last.CreatedAt, ID: last.ID})
-	}
-	return page, nil
-}
-
-// Approve moves a pending plan to approved. A person decides: the route
-// table (api/routes.go, humanOnly) refuses an agent token even when it also
-// carries member or admin — role rules live there, in one place, where
-// OpenAPI documents them and the tenancy matrix walks every route.
-func (s *Plans) Approve(ctx context.Context, p Principal, id string) (Plan, error) {
-	return s.decide(ctx, p, id, PlanApproved)
-}
-
-// Reject moves a pending plan to rejected, under the same rules as Approve.
-func (s *Plans) Reject(ctx context.Context, p Principal, id string) (Plan, error) {
-	return s.decide(ctx, p, id, PlanRejected)
-}
-
-func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatus) (Plan, error) {
-	if !validPlanID(id) {
-		return Plan{}, ErrPlanNotFound()
-	}
-	// Approval checks ownership again — the cluster may have changed since
-	// the plan was made — without ever blocking the approval.
-	var recheck *Ownership
-	if to == PlanApproved {
-		current, err := s.Store.GetPlan(ctx, p, id)
-		if err != nil {
-			return Plan{}, err
-		}
-		if current.Status == PlanPending && s.detects(current.Tool) && len(current.Resources) > 0 {
-			if cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, current.ClusterID); err == nil {
-				own := s.Detector.Recheck(ctx, cluster, WithTool(current.Resources, current.Tool), ArgoCDFromPayload(current.Payload), "ko")
-				recheck = &own
-			}
-		}
-	}
-	now := s.now()
-	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) (PlanChange, error) {
-		var change PlanChange
-		if plan.Status != PlanPending {
-			return change, Errorf(ECONFLICT, "The plan is %s; only a pending plan can be %s.", plan.Status, to)
-		}
-		plan.Status = to
-		plan.UpdatedAt = now
-		user := p.UserID
-		if to == PlanRejected {
-			plan.RejectedBy, plan.RejectedAt = &user, &now
-			return change, nil
-		}
-		plan.ApprovedBy, plan.ApprovedAt = &user, &now
-		if recheck != nil {
-			payload, err := withArgoCD(plan.Payload, recheck.ArgoCD)
-			if err != nil {
-				return change, err
-			}
-			plan.Payload = payload
-			// The history join follows what the recheck could read.
-			change.Resolved = recheck.Resolved
-		}
-		// Only a server-made payload.argocd (mutating tools) counts: a
-		// client's own value is not the server's warning.
-		if w := ArgoCDFromPayload(plan.Payload); s.detects(plan.Tool) && w != nil && w.Level != "" {
-			plan.ArgoCDOverride = &ArgoCDOverride{By: user, At: now, Level: w.Level}
-		}
-		return change, nil
-	})
-}
-
 func (s *Plans) detects(tool string) bool { return s.Detector != nil && s.MutatingTools[tool] }
 
 // withArgoCD sets payload.argocd to the server's detection result (removing
@@ -400,91 +273,7 @@ func withArgoCD(payload json.RawMessage, w *ArgoCDWarning) (json.RawMessage, err
 	return out, nil
 }
 
-// RecordResult stores the outcome of an approved plan. Only the agent acting
-// for the plan's creator reports it (the run happens in that user's
-// conversation). Repeating an identical report answers with the stored plan
-// (agents retry); a different one after completion is a conflict.
-func (s *Plans) RecordResult(ctx context.Context, p Principal, id string, in ResultInput) (Plan, error) {
-	in, truncated, err := in.validate()
-	if err != nil {
-		return Plan{}, err
-	}
-	if !validPlanID(id) {
-		return Plan{}, ErrPlanNotFound()
-	}
-	now := s.now()
-	return s.Store.UpdatePlan(ctx, p, id, func(plan *Plan) (PlanChange, error) {
-		if plan.CreatedBy != p.UserID {
-			return PlanChange{}, Errorf(EFORBIDDEN, "Only the agent acting for the plan's creator can record its result.")
-		}
-		switch {
-		case plan.Status == in.Outcome && plan.Output != nil && *plan.Output == in.Output:
-			return PlanChange{}, nil // an identical retry
-		case plan.Status != PlanApproved:
-			return PlanChange{}, Errorf(ECONFLICT, "The plan is %s; a result can be recorded only for an approved plan.", plan.Status)
-		}
-		user, output := p.UserID, in.Output
-		plan.Status = in.Outcome
-		plan.UpdatedAt = now
-		plan.CompletedBy, plan.CompletedAt = &user, &now
-		plan.Output, plan.OutputTruncated = &output, truncated
-		return PlanChange{}, nil
-	})
-}
-
-// ParseLimit reads a page-size query parameter (plans and Kukie history):
-// absent is the default; a value that is not an integer is malformed
-// (EINVALID); a number outside 1..MaxPlanPageSize breaks a rule
-// (EVALIDATION). Both name the field limit.
-func ParseLimit(s string) (int, error) {
-	if s == "" {
-		return DefaultPlanPageSize, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, &Error{Code: EINVALID, Message: "limit must be an integer.",
-			Fields: []FieldError{{Field: "limit", Message: "must be an integer"}}}
-	}
-	if n == 0 {
-		n = -1 // an explicit 0 is out of range, not "the default"
-	}
-	return n, checkLimit(&n)
-}
-
-// checkLimit validates a page size; 0 (not given) becomes the default.
-func checkLimit(n *int) error {
-	switch {
-	case *n == 0:
-		*n = DefaultPlanPageSize
-	case *n < 1 || *n > MaxPlanPageSize:
-		var v ValidationErrors
-		v.Add("limit", "must be between 1 and %d", MaxPlanPageSize)
-		return v.Err()
-	}
-	return nil
-}
-
 // ErrPlanNotFound is the answer for a plan the caller cannot see.
 func ErrPlanNotFound() error { return Errorf(ENOTFOUND, "The plan does not exist.") }
 
 func validPlanID(id string) bool { return ValidUUID(id) }
-
-func encodeCursor(c PlanCursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string) (PlanCursor, error) {
-	var c PlanCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, err
-	}
-	if !validPlanID(c.ID) || c.CreatedAt.IsZero() {
-		return c, Errorf(EINVALID, "bad cursor")
-	}
-	return c, nil
-}

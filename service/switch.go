@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -185,4 +186,87 @@ type SwitchStore interface {
 	// deleted: all of them, or (lagging) only those whose applied
 	// generation is behind the desired one.
 	AccountsToReconcile(ctx context.Context, lagging bool) ([]AccountKey, error)
+}
+
+// SwitchTrigger starts reconcile jobs atomically with what asks for them:
+// each method commits its change and inserts the account's reconcile job
+// (one per account while it is not finished) in one transaction, so a
+// change is never recorded without the job that applies it. Implemented by
+// the job queue over the store.
+type SwitchTrigger interface {
+	// Notify records a verified stack notification and bumps the account's
+	// desired generation (SwitchStore.RecordNotification) with the job.
+	Notify(ctx context.Context, n StackNotification, now time.Time) (desired int64, duplicate bool, err error)
+	// Choose records the level an admin chose (SwitchStore.SetChosenLevel)
+	// with the job.
+	Choose(ctx context.Context, teamID, accountID string, level AccessLevel, now time.Time) (Account, error)
+	// Request bumps the account's desired generation with the job: a
+	// reconcile with nothing new notified (the periodic check).
+	Request(ctx context.Context, teamID, accountID string) error
+	// Enqueue inserts the account's job without a new generation (catching
+	// up an account whose applied generation lags).
+	Enqueue(ctx context.Context, teamID, accountID string) error
+	// ConfirmPending takes the topic's pending subscriptions and inserts a
+	// confirmation job for each, atomically; it returns how many.
+	ConfirmPending(ctx context.Context, topicARN string, now time.Time) (int, error)
+	// Confirm inserts the confirmation job of a verified
+	// SubscriptionConfirmation of an allowed topic.
+	Confirm(ctx context.Context, p PendingSubscription) error
+}
+
+// AccountKey names an account across teams (for the periodic jobs).
+type AccountKey struct {
+	TeamID, AccountID string
+}
+
+// SwitchMetrics counts switch outcomes; nil counts nothing.
+type SwitchMetrics interface {
+	// Switch counts one cluster's switch by outcome: ok, retry, degraded,
+	// upgrade_failed, namespace_not_allowed, revocation_failed.
+	Switch(outcome string)
+	// AccountDisconnected counts an account that stopped receiving stack
+	// notifications (unsubscribed, or its stack deleted), by why.
+	AccountDisconnected(why string)
+}
+
+// Switches keeps each account's EKS clusters at the level its stack (and
+// its admins) allow: the reconcile job's work, the admin's level choice
+// and the account's switch history.
+type Switches struct {
+	Store    SwitchStore
+	Accounts AccountStore
+	Clusters ClusterStore
+	EKS      EKSClusterStore
+	Teams    TeamStore
+	// AWS reads the stack; Levels applies a level to a cluster. Both nil
+	// when AWS is not configured.
+	AWS     AWSAccess
+	Levels  LevelApplier
+	Trigger SwitchTrigger
+	Metrics SwitchMetrics
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// Retryable judges a failed AWS call sinceEvent after the account's
+	// newest stack event: throttling and 5xx always, AccessDeniedException
+	// within RetryBudget (the stack's new IAM policy propagating).
+	Retryable func(err error, sinceEvent, budget time.Duration) bool
+	// RetryBudget is KUKIE_SWITCH_RETRY_BUDGET (default 5 min).
+	RetryBudget time.Duration
+}
+
+// DefaultSwitchRetryBudget is how long after a stack event an
+// AccessDeniedException is still taken for IAM propagation.
+const DefaultSwitchRetryBudget = 5 * time.Minute
+
+// maxReconcileRounds bounds how often one job run starts over because
+// another notification arrived meanwhile; the next run continues.
+const maxReconcileRounds = 5
+
+func (s *Switches) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+func (s *Switches) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
 }
