@@ -48,11 +48,11 @@ var secretVariables = []string{
 }
 
 // serverVariables returns the KUKIE_* names the server's configuration
-// reads: the string literals of cmd/kukie-server/config.go (digits too:
-// KUKIE_AUTH_HS256_SECRET).
+// reads: the string literals of its configuration table,
+// cmd/kukie-server/configvars.go (digits too: KUKIE_AUTH_HS256_SECRET).
 func serverVariables(t *testing.T) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "cmd", "kukie-server", "config.go"))
+	b, err := os.ReadFile(filepath.Join("..", "cmd", "kukie-server", "configvars.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func serverVariables(t *testing.T) map[string]bool {
 		names[string(m[1])] = true
 	}
 	if len(names) < 10 {
-		t.Fatalf("found only %d KUKIE_* names in config.go; has the configuration moved?", len(names))
+		t.Fatalf("found only %d KUKIE_* names in configvars.go; has the configuration table moved?", len(names))
 	}
 	return names
 }
