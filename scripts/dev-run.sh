@@ -6,7 +6,8 @@
 # `make tools` (10–15 minutes the first time, then cached): they are built in
 # the background with progress lines ("tools: ..."), and when they are ready
 # the sandbox starts and the server is restarted with it attached as static
-# clusters. Ctrl-C (or SIGTERM to this script) stops everything it started.
+# clusters. Ctrl-C, SIGTERM or a closed terminal (SIGHUP) stops everything it
+# started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,7 +44,7 @@ bin/kukie-server migrate up --create-database # creates the database when it is 
 server="" sandbox="" tools=""
 rm -f .dev/sandbox/clusters.yaml .dev/tools.out
 cleanup() {
-  trap - INT TERM
+  trap - INT TERM HUP
   [ -n "$server" ] && { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
   [ -n "$sandbox" ] && { kill -TERM "$sandbox" 2>/dev/null || true; wait "$sandbox" 2>/dev/null || true; }
   # The tools build runs in its own process group (see below): stop all of it.
@@ -52,6 +53,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# A closed terminal (SIGHUP) stops everything too.
+trap 'exit 129' HUP
 
 # The tools build, in the background and in its own process group so that
 # cleanup can stop its `go build` children too. Progress goes to stderr; the

@@ -2,7 +2,7 @@
 // real kube-apiserver and etcd (from `make tools`) with Kukie's Application
 // CRD and the same fixture apps the tests use. It writes kubeconfigs and a
 // static clusters file registering the sandbox for the "demo" team, then
-// runs until SIGINT or SIGTERM.
+// runs until SIGINT, SIGTERM or SIGHUP.
 package main
 
 import (
@@ -28,7 +28,8 @@ func run() error {
 	dir := flag.String("dir", ".dev/sandbox", "where to write kubeconfigs and clusters.yaml")
 	team := flag.String("team", "demo", "the team the sandbox clusters belong to")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed terminal stops the sandbox and its apiserver and etcd.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	if err := os.MkdirAll(*dir, 0o700); err != nil {

@@ -75,7 +75,15 @@ func WithRegion(region string) Option { return func(a *AWS) { a.region = region 
 // Start runs the three fakes on loopback ports until the test ends.
 func Start(tb testing.TB, opts ...Option) *AWS {
 	tb.Helper()
-	a := &AWS{
+	a, stop := New(opts...)
+	tb.Cleanup(stop)
+	return a
+}
+
+// New runs the three fakes on loopback ports until stop, outside a test:
+// the development sandbox's local AWS account (cmd/kukie-sandbox).
+func New(opts ...Option) (a *AWS, stop func()) {
+	a = &AWS{
 		account:  DefaultAccount,
 		region:   DefaultRegion,
 		now:      time.Now,
@@ -100,12 +108,11 @@ func Start(tb testing.TB, opts ...Option) *AWS {
 	a.stsSrv = httptest.NewServer(http.HandlerFunc(a.serveSTS))
 	a.eksSrv = httptest.NewServer(http.HandlerFunc(a.serveEKS))
 	a.cfnSrv = httptest.NewServer(http.HandlerFunc(a.serveCloudFormation))
-	tb.Cleanup(func() {
+	return a, func() {
 		a.stsSrv.Close()
 		a.eksSrv.Close()
 		a.cfnSrv.Close()
-	})
-	return a
+	}
 }
 
 // STSURL is the STS endpoint. EKS tokens do not name it: they name a

@@ -74,19 +74,30 @@ type served struct {
 // test that cannot get the API server fails saying how to build it.
 func Start(tb testing.TB, f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Options) *Cluster {
 	tb.Helper()
-	sim := &Cluster{f: f, kick: make(chan struct{}, 1)}
-	webhook := httptest.NewServer(http.HandlerFunc(sim.serveTokenReview))
-	tb.Cleanup(webhook.Close)
-	opts.TokenWebhookURL = webhook.URL
-	kube, err := k8stest.Start(opts)
+	sim, stop, err := New(f, c, opts)
 	if err != nil {
 		tb.Fatalf("ekssim: %v", err)
 	}
-	tb.Cleanup(func() { _ = kube.Stop() })
+	tb.Cleanup(stop)
+	return sim
+}
+
+// New is Start outside a test: the API server and its token webhook run
+// until stop (the development sandbox's EKS clusters, cmd/kukie-sandbox).
+func New(f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Options) (sim *Cluster, stop func(), err error) {
+	sim = &Cluster{f: f, kick: make(chan struct{}, 1)}
+	webhook := httptest.NewServer(http.HandlerFunc(sim.serveTokenReview))
+	opts.TokenWebhookURL = webhook.URL
+	kube, err := k8stest.Start(opts)
+	if err != nil {
+		webhook.Close()
+		return nil, nil, err
+	}
 	sim.Kube = kube
-	adminConfig := kube.Config(k8stest.UserAdmin)
-	if sim.admin, err = kubernetes.NewForConfig(adminConfig); err != nil {
-		tb.Fatalf("ekssim: %v", err)
+	if sim.admin, err = kubernetes.NewForConfig(kube.Config(k8stest.UserAdmin)); err != nil {
+		_ = kube.Stop()
+		webhook.Close()
+		return nil, nil, err
 	}
 	sim.ARN = sim.Serve(c)
 	f.OnAccessChange(func(arn string) {
@@ -97,12 +108,13 @@ func Start(tb testing.TB, f *awsfake.AWS, c awsfake.Cluster, opts k8stest.Option
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go sim.run(ctx, done)
-	tb.Cleanup(func() {
+	sim.trigger()
+	return sim, func() {
 		cancel()
 		<-done
-	})
-	sim.trigger()
-	return sim
+		_ = kube.Stop()
+		webhook.Close()
+	}, nil
 }
 
 // Serve makes the API server also stand for cluster c of the fake (in
