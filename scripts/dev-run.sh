@@ -35,7 +35,37 @@ if [ -z "$db_url_given" ] && ! answers 127.0.0.1:5432; then
   scripts/ensure-postgres.sh
 fi
 
-mkdir -p bin .dev/sandbox
+mkdir -p bin .dev/sandbox .dev/pids
+
+# Pid files: each process this script starts is recorded with its command
+# line, so the next `make run` ends what an unclean stop (a SIGKILL) left
+# running — only a process whose /proc/<pid>/cmdline is still the recorded
+# one, never an unrelated process that got the pid since. The sandbox's
+# kube-apiserver and etcd die with the sandbox (PR_SET_PDEATHSIG).
+cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+remember() { # name pid binary: once the child has exec'd binary
+  for _ in $(seq 1 50); do
+    case "$(cmdline_of "$2")" in *"$3"*) break ;; esac
+    sleep 0.1
+  done
+  { echo "$2"; cmdline_of "$2"; } >".dev/pids/$1"
+}
+forget() { rm -f ".dev/pids/$1"; }
+end_leftovers() {
+  local f pid want
+  for f in .dev/pids/*; do
+    [ -f "$f" ] || continue
+    pid=$(sed -n 1p "$f") want=$(sed -n 2p "$f")
+    if [ -n "$pid" ] && [ -n "$want" ] && [ "$(cmdline_of "$pid")" = "$want" ]; then
+      say "ending $(basename "$f") (pid $pid) left by an earlier make run"
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$f"
+  done
+}
+end_leftovers
 go build -o bin/kukie-server ./cmd/kukie-server
 go build -o bin/kukie-devtoken ./cmd/kukie-devtoken
 go build -o bin/kukie-sandbox ./cmd/kukie-sandbox
@@ -49,6 +79,8 @@ cleanup() {
   [ -n "$sandbox" ] && { kill -TERM "$sandbox" 2>/dev/null || true; wait "$sandbox" 2>/dev/null || true; }
   # The tools build runs in its own process group (see below): stop all of it.
   [ -n "$tools" ] && { kill -TERM -- "-$tools" 2>/dev/null || true; wait "$tools" 2>/dev/null || true; }
+  forget server
+  forget sandbox
   return 0
 }
 trap cleanup EXIT
@@ -93,6 +125,7 @@ start_server() {
   done
   bin/kukie-server serve &
   server=$!
+  remember server "$server" bin/kukie-server
   for _ in $(seq 1 100); do
     answers "$KUKIE_ADMIN_ADDR" && answers "$KUKIE_HTTP_ADDR" && return 0
     kill -0 "$server" 2>/dev/null || { wait "$server" || true; server=""; say "the server failed to start (see above)"; exit 1; }
@@ -155,6 +188,7 @@ assets=$(tail -n 1 .dev/tools.out)
 say "kube-apiserver and etcd ready in $assets; starting the sandbox cluster"
 KUKIE_K8S_ASSETS=$assets bin/kukie-sandbox -dir .dev/sandbox -team demo &
 sandbox=$!
+remember sandbox "$sandbox" bin/kukie-sandbox
 for _ in $(seq 1 240); do
   [ -f .dev/sandbox/clusters.yaml ] && break
   kill -0 "$sandbox" 2>/dev/null || { sandbox=""; say "the sandbox cluster failed to start (see above): the API keeps running without it"; wait "$server"; exit; }

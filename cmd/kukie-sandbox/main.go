@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	execShimmed() // as kube-apiserver or etcd: exec the real one, never returns
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kukie-sandbox:", err)
 		os.Exit(1)
@@ -37,6 +38,17 @@ func run() error {
 	}
 	clustersFile := filepath.Join(*dir, "clusters.yaml")
 	_ = os.Remove(clustersFile) // written again once the cluster is up: its presence means ready
+	real, err := k8stest.AssetsDir()
+	if err != nil {
+		return err
+	}
+	bin, err := shimAssets(filepath.Join(*dir, "bin"), real)
+	if err != nil {
+		return err
+	}
+	if err := os.Setenv("KUKIE_K8S_ASSETS", bin); err != nil {
+		return err
+	}
 	cluster, err := k8stest.Start(k8stest.Options{ArgoCD: true})
 	if err != nil {
 		return err
