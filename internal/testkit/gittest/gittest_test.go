@@ -3,13 +3,24 @@ package gittest_test
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -123,4 +134,81 @@ func TestHTTPStrictWants(t *testing.T) {
 			t.Error("strict: no refusal counted")
 		}
 	}
+}
+
+// TestServeOutsideTest drives the non-testing API as a development tool
+// would: Init, CommitFiles, and Serve with its own TLS certificate, fetched
+// by a client that trusts only that certificate.
+func TestServeOutsideTest(t *testing.T) {
+	repo, err := gittest.Init(filepath.Join(t.TempDir(), "sandbox.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.Name != "sandbox.git" || !filepath.IsAbs(repo.Dir) {
+		t.Errorf("Init: Name %q, Dir %q; want sandbox.git and an absolute directory", repo.Name, repo.Dir)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where CommitFiles makes its work tree
+	id, err := repo.CommitFiles(map[string]string{"apps/web/kustomization.yaml": "resources: []\n"}, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+		t.Errorf("CommitFiles left %v in its temporary directory (%v)", left, err)
+	}
+	cert, leaf := selfSigned(t, net.IPv4(127, 0, 0, 1))
+	s, stop, err := repo.Serve(gittest.HTTPOptions{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if !s.Certificate().Equal(leaf) {
+		t.Error("Certificate is not the configured one")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	res, err := client.Get(s.URL + "/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET info/refs: %s", res.Status)
+	}
+	if !strings.Contains(string(body), id+" refs/heads/main") {
+		t.Errorf("info/refs does not advertise main at %s:\n%s", id, body)
+	}
+}
+
+// selfSigned makes a self-signed ECDSA server certificate for ip.
+func selfSigned(t *testing.T, ip net.IP) (tls.Certificate, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: ip.String()},
+		IPAddresses:  []net.IP{ip},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, leaf
 }

@@ -3,6 +3,7 @@ package gittest
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
@@ -29,6 +30,10 @@ type HTTPOptions struct {
 	// stateless HTTP mode would let reachable commits through, so the
 	// harness enforces it), and the client must fetch a ref and deepen.
 	AllowAnyCommit bool
+	// TLS, when set, is the server's TLS configuration, holding its
+	// certificate in Certificates (e.g. one for 127.0.0.1 from a
+	// development authority); nil serves httptest's built-in certificate.
+	TLS *tls.Config
 }
 
 // Counts are the requests a server has answered.
@@ -74,7 +79,21 @@ type HTTPServer struct {
 // net/http/cgi, behind TLS) until the test ends.
 func (r *Repo) ServeHTTP(tb testing.TB, opts HTTPOptions) *HTTPServer {
 	tb.Helper()
-	execPath := gitExecPath(tb)
+	s, stop, err := r.Serve(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return s
+}
+
+// Serve is ServeHTTP outside a test: it serves r until stop is called, and
+// stop waits for the requests in flight.
+func (r *Repo) Serve(opts HTTPOptions) (s *HTTPServer, stop func(), err error) {
+	execPath, err := gitExecPath()
+	if err != nil {
+		return nil, nil, err
+	}
 	config := []string{"uploadpack.allowReachableSHA1InWant", "false", "uploadpack.allowAnySHA1InWant", "false"}
 	if opts.AllowAnyCommit {
 		config = []string{"uploadpack.allowReachableSHA1InWant", "true", "uploadpack.allowAnySHA1InWant", "true"}
@@ -87,8 +106,8 @@ func (r *Repo) ServeHTTP(tb testing.TB, opts HTTPOptions) *HTTPServer {
 			"GIT_HTTP_EXPORT_ALL=1",
 		),
 	}
-	s := &HTTPServer{Token: opts.Token}
-	s.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	s = &HTTPServer{Token: opts.Token}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if opts.Token != "" {
 			if _, pass, ok := req.BasicAuth(); !ok || pass != opts.Token {
 				s.count.add(func(c *Counts) { c.Refused++ })
@@ -119,9 +138,10 @@ func (r *Repo) ServeHTTP(tb testing.TB, opts HTTPOptions) *HTTPServer {
 		}
 		backend.ServeHTTP(w, req)
 	}))
-	tb.Cleanup(s.srv.Close)
+	s.srv.TLS = opts.TLS // StartTLS clones it, or uses its own certificate if nil
+	s.srv.StartTLS()
 	s.URL = s.srv.URL + "/" + r.Name
-	return s
+	return s, s.srv.Close, nil
 }
 
 // strictWants refuses a pack request that wants anything but a ref's tip,
@@ -167,7 +187,8 @@ func (s *HTTPServer) strictWants(w http.ResponseWriter, req *http.Request, r *Re
 	return true
 }
 
-// Client returns an HTTP client that trusts the server's certificate.
+// Client returns an HTTP client that trusts the server's certificate (the
+// first of HTTPOptions.TLS's, if set).
 func (s *HTTPServer) Client() *http.Client { return s.srv.Client() }
 
 // Certificate returns the server's TLS certificate, for clients built

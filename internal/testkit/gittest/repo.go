@@ -5,11 +5,14 @@
 // server counts its requests so tests can assert "same commit, no fetch".
 //
 // The harness runs the real git binary; the product never does. Without git
-// the test fails saying how to install it; it never skips.
+// the test fails saying how to install it; it never skips. Init,
+// Repo.CommitFiles and Repo.Serve do the same outside a test, returning
+// errors, for development tools.
 package gittest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,10 +23,11 @@ import (
 	"time"
 )
 
-// Repo is a bare repository in the test's temporary directory. Commits go to
-// the branch HEAD points at (main at first).
+// Repo is a bare repository, in the test's temporary directory or wherever
+// Init made it. Commits go to the branch HEAD points at (main at first).
 type Repo struct {
-	// Dir is the bare repository's directory; its base name is Name.
+	// Dir is the bare repository's absolute directory; its base name is
+	// Name.
 	Dir string
 	// Name is the repository's name in server URLs, e.g. "repo.git".
 	Name string
@@ -32,13 +36,30 @@ type Repo struct {
 	commits int
 }
 
-// NewRepo makes an empty bare repository whose HEAD is refs/heads/main.
+// Init makes an empty bare repository at dir whose HEAD is refs/heads/main.
+// It needs no testing.TB, so that development tools can serve one too.
+func Init(dir string) (*Repo, error) {
+	if _, err := lookGit(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("gittest: %w", err)
+	}
+	if _, err := execGit("", nil, "init", "--quiet", "--bare", "--initial-branch=main", abs); err != nil {
+		return nil, err
+	}
+	return &Repo{Dir: abs, Name: filepath.Base(abs)}, nil
+}
+
+// NewRepo makes an empty bare repository whose HEAD is refs/heads/main in
+// the test's temporary directory.
 func NewRepo(tb testing.TB) *Repo {
 	tb.Helper()
-	gitBinary(tb)
-	dir := filepath.Join(tb.TempDir(), "repo.git")
-	r := &Repo{Dir: dir, Name: filepath.Base(dir)}
-	runGit(tb, "", nil, "init", "--quiet", "--bare", "--initial-branch=main", dir)
+	r, err := Init(filepath.Join(tb.TempDir(), "repo.git"))
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return r
 }
 
@@ -49,31 +70,36 @@ func (r *Repo) Commit(tb testing.TB, files map[string]string, message string) st
 	return r.CommitWithLinks(tb, files, nil, message)
 }
 
+// CommitFiles is Commit outside a test: it returns an error instead of
+// failing one.
+func (r *Repo) CommitFiles(files map[string]string, message string) (string, error) {
+	return r.commitTree(files, nil, message)
+}
+
 // CommitWithLinks is Commit with symbolic links too: links maps a path to
 // the link's target, written as is (it may point anywhere, e.g.
 // "/etc/passwd" or "../../x").
 func (r *Repo) CommitWithLinks(tb testing.TB, files, links map[string]string, message string) string {
 	tb.Helper()
+	id, err := r.commitTree(files, links, message)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return id
+}
+
+// commitTree commits files and links, written to a temporary work tree that
+// it removes afterwards, and returns the commit's id.
+func (r *Repo) commitTree(files, links map[string]string, message string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	work := tb.TempDir()
-	for p, content := range files {
-		full := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			tb.Fatalf("gittest: %v", err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			tb.Fatalf("gittest: %v", err)
-		}
+	work, err := os.MkdirTemp("", "gittest-work-")
+	if err != nil {
+		return "", fmt.Errorf("gittest: %w", err)
 	}
-	for p, target := range links {
-		full := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			tb.Fatalf("gittest: %v", err)
-		}
-		if err := os.Symlink(target, full); err != nil {
-			tb.Fatalf("gittest: %v", err)
-		}
+	defer func() { _ = os.RemoveAll(work) }()
+	if err := writeTree(work, files, links); err != nil {
+		return "", fmt.Errorf("gittest: %w", err)
 	}
 	// A fixed, increasing date keeps runs reproducible without making two
 	// commits of the same tree identical.
@@ -84,9 +110,37 @@ func (r *Repo) CommitWithLinks(tb testing.TB, files, links map[string]string, me
 		"GIT_COMMITTER_NAME=gittest", "GIT_COMMITTER_EMAIL=gittest@example.com", "GIT_COMMITTER_DATE=" + date,
 	}
 	args := []string{"--git-dir=" + r.Dir, "--work-tree=" + work}
-	runGit(tb, "", env, append(args, "add", "--all", ".")...)
-	runGit(tb, "", env, append(args, "commit", "--quiet", "--allow-empty", "-m", message)...)
-	return strings.TrimSpace(runGit(tb, "", nil, "--git-dir="+r.Dir, "rev-parse", "HEAD"))
+	if _, err := execGit("", env, append(args, "add", "--all", ".")...); err != nil {
+		return "", err
+	}
+	if _, err := execGit("", env, append(args, "commit", "--quiet", "--allow-empty", "-m", message)...); err != nil {
+		return "", err
+	}
+	id, err := execGit("", nil, "--git-dir="+r.Dir, "rev-parse", "HEAD")
+	return strings.TrimSpace(id), err
+}
+
+// writeTree writes files and links (by "/"-separated path) under work.
+func writeTree(work string, files, links map[string]string) error {
+	for p, content := range files {
+		full := filepath.Join(work, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	for p, target := range links {
+		full := filepath.Join(work, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink(target, full); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Branch points refs/heads/name at commit, creating or moving it.
@@ -130,13 +184,22 @@ func (r *Repo) tips() (map[string]bool, error) {
 	return tips, nil
 }
 
+// lookGit finds the git binary, or says how to install it.
+func lookGit() (string, error) {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return "", errors.New("gittest needs the git binary (2.31 or later) for its test servers: " +
+			"install it, e.g. `apt-get install git` (Debian/Ubuntu) or `apk add git` (Alpine)")
+	}
+	return p, nil
+}
+
 // gitBinary fails the test when git is not installed.
 func gitBinary(tb testing.TB) string {
 	tb.Helper()
-	p, err := exec.LookPath("git")
+	p, err := lookGit()
 	if err != nil {
-		tb.Fatalf("gittest needs the git binary (2.31 or later) for its test servers: " +
-			"install it, e.g. `apt-get install git` (Debian/Ubuntu) or `apk add git` (Alpine)")
+		tb.Fatal(err)
 	}
 	return p
 }
@@ -153,8 +216,9 @@ func gitEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
-func runGit(tb testing.TB, dir string, env []string, args ...string) string {
-	tb.Helper()
+// execGit runs git with args in dir and returns its standard output; its
+// error carries git's standard error.
+func execGit(dir string, env []string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env)
@@ -162,19 +226,32 @@ func runGit(tb testing.TB, dir string, env []string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		tb.Fatalf("gittest: git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		return "", fmt.Errorf("gittest: git %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
-	return string(out)
+	return string(out), nil
+}
+
+// runGit is execGit failing the test on error.
+func runGit(tb testing.TB, dir string, env []string, args ...string) string {
+	tb.Helper()
+	out, err := execGit(dir, env, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // gitExecPath returns git's helper directory (where git-http-backend is).
-func gitExecPath(tb testing.TB) string {
-	tb.Helper()
-	p := strings.TrimSpace(runGit(tb, "", nil, "--exec-path"))
-	if _, err := os.Stat(filepath.Join(p, "git-http-backend")); err != nil {
-		tb.Fatalf("gittest: %s has no git-http-backend (%v): install a full git package", p, err)
+func gitExecPath() (string, error) {
+	out, err := execGit("", nil, "--exec-path")
+	if err != nil {
+		return "", err
 	}
-	return p
+	p := strings.TrimSpace(out)
+	if _, err := os.Stat(filepath.Join(p, "git-http-backend")); err != nil {
+		return "", fmt.Errorf("gittest: %s has no git-http-backend (%w): install a full git package", p, err)
+	}
+	return p, nil
 }
 
 // configEnv passes git configuration through the environment (git 2.31+).

@@ -5,11 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -108,6 +111,46 @@ func (a *Authority) WriteRoots(dir string) (path string, err error) {
 		return "", fmt.Errorf("snstest: roots file: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// ServerTLS is a TLS configuration holding a fresh ECDSA certificate the
+// authority issues for hosts (IP literals or DNS names), valid as long as
+// the authority, for other local HTTPS servers, such as a development Git
+// server, that clients trust through the same roots file.
+func (a *Authority) ServerTLS(hosts ...string) (*tls.Config, error) {
+	if len(hosts) == 0 {
+		return nil, errors.New("snstest: a server certificate needs at least one host")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("snstest: server key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: hosts[0]},
+		NotBefore:   a.cert.NotBefore,
+		NotAfter:    a.cert.NotAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := a.issue(tmpl, key.Public())
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("snstest: server certificate: %w", err)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}},
+		MinVersion:   tls.VersionTLS12,
+	}, nil
 }
 
 // issue signs tmpl for pub with a random serial number and returns the

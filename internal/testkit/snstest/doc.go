@@ -34,4 +34,9 @@
 // Host.Notification, Host.SubscriptionConfirmation or
 // Host.UnsubscribeConfirmation, signs them with Host.Sign and delivers them
 // with Post, or builds an *http.Request with NewRequest for a handler.
+//
+// Outside a test, a development tool uses the same stand-in through
+// NewAuthority, NewHost (whose stop function ends it) and
+// Authority.ServerTLS, which certifies its other local HTTPS servers for
+// clients that trust the authority's roots file.
 package snstest

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -97,10 +98,20 @@ type Host struct {
 // every goroutine the host started.
 func StartHost(tb testing.TB, ca *Authority, o HostOptions) *Host {
 	tb.Helper()
-	h := &Host{
+	h, stop, err := NewHost(ca, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return h
+}
+
+// NewHost is StartHost outside a test, for development tools: the host
+// serves until stop is called, which ends every tunnel and waits for every
+// goroutine the host started.
+func NewHost(ca *Authority, o HostOptions) (h *Host, stop func(), err error) {
+	h = &Host{
 		now:           o.Now,
-		certPath:      randomCertPath(tb),
-		redirectPath:  randomCertPath(tb),
 		tlsIssuer:     o.TLSIssuer,
 		stop:          make(chan struct{}),
 		certMode:      o.CertMode,
@@ -109,18 +120,23 @@ func StartHost(tb testing.TB, ca *Authority, o HostOptions) *Host {
 		tokens:        map[string]string{},
 		subscriptions: map[string]string{},
 	}
+	if h.certPath, err = randomCertPath(); err != nil {
+		return nil, nil, err
+	}
+	if h.redirectPath, err = randomCertPath(); err != nil {
+		return nil, nil, err
+	}
 	if h.now == nil {
 		h.now = time.Now
 	}
 	if h.tlsIssuer == nil {
 		h.tlsIssuer = ca
 	}
-	var err error
 	if h.key, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
-		tb.Fatalf("snstest: signing key: %v", err)
+		return nil, nil, fmt.Errorf("snstest: signing key: %w", err)
 	}
 	if h.tlsKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-		tb.Fatalf("snstest: TLS key: %v", err)
+		return nil, nil, fmt.Errorf("snstest: TLS key: %w", err)
 	}
 	start := h.now()
 	notBefore, notAfter := o.CertNotBefore, o.CertNotAfter
@@ -137,7 +153,7 @@ func StartHost(tb testing.TB, ca *Authority, o HostOptions) *Host {
 		KeyUsage:  x509.KeyUsageDigitalSignature,
 	}, h.key.Public())
 	if err != nil {
-		tb.Fatal(err)
+		return nil, nil, err
 	}
 	h.certPEM = pemCertificate(der)
 
@@ -150,22 +166,25 @@ func StartHost(tb testing.TB, ca *Authority, o HostOptions) *Host {
 	h.proxyServer = httptest.NewUnstartedServer(h.proxy)
 	h.proxyServer.Config.ErrorLog = quiet
 	h.proxyServer.Start()
-	tb.Cleanup(func() {
-		close(h.stop)
-		h.proxy.close()
-		h.proxyServer.Close()
-		h.server.Close()
-	})
-	return h
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(h.stop)
+			h.proxy.close()
+			h.proxyServer.Close()
+			h.server.Close()
+		})
+	}
+	return h, stop, nil
 }
 
-func randomCertPath(tb testing.TB) string {
-	tb.Helper()
+// randomCertPath is a new, unguessable signing certificate path.
+func randomCertPath() (string, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		tb.Fatalf("snstest: %v", err)
+		return "", fmt.Errorf("snstest: %w", err)
 	}
-	return "/SimpleNotificationService-" + hex.EncodeToString(b) + ".pem"
+	return "/SimpleNotificationService-" + hex.EncodeToString(b) + ".pem", nil
 }
 
 // ProxyURL is the URL of the host's CONNECT proxy, for HTTPS_PROXY.

@@ -1,9 +1,11 @@
 package snstest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -300,4 +302,50 @@ func TestEnv(t *testing.T) {
 	if diff := cmp.Diff(want, h.Env()); diff != "" {
 		t.Errorf("Env (-want +got):\n%s", diff)
 	}
+}
+
+// TestNewHostStop leaves a tunnel open through a host started outside a
+// test, and checks that stop ends it, closes the proxy and leaves none of
+// the host's goroutines running.
+func TestNewHostStop(t *testing.T) {
+	h, stop, err := NewHost(testCA, HostOptions{Now: fixedClock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	proxy := strings.TrimPrefix(h.ProxyURL(), "http://")
+	conn, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(hangDeadline)); err != nil {
+		t.Fatal(err)
+	}
+	const target = "sns.us-east-1.amazonaws.com:443"
+	if _, err := io.WriteString(conn, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	status, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200 ") {
+		t.Fatalf("CONNECT answered %q (%v), want 200", status, err)
+	}
+
+	stop()
+	stopped = true
+	stop() // a second stop is harmless
+	if _, err := io.ReadAll(br); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
+		t.Errorf("reading the tunnel after stop: %v, want its end", err)
+	}
+	if c, err := net.Dial("tcp", proxy); err == nil {
+		c.Close()
+		t.Errorf("the proxy at %s still accepts connections after stop", proxy)
+	}
+	waitHostGoroutines(t)
 }

@@ -64,12 +64,18 @@ func TestCleanupEndsTunnels(t *testing.T) {
 			t.Fatalf("Verify = %v, want ErrTransient", err)
 		}
 	})
-	// A goroutine that has signalled its end may still be returning, so
-	// wait for them to go; the deadline only catches one that never does.
+	waitHostGoroutines(t)
+}
+
+// waitHostGoroutines fails t if goroutines of a host outlive its stop. A
+// goroutine that has signalled its end may still be returning, so it waits
+// for them to go; the deadline only catches one that never does.
+func waitHostGoroutines(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(hangDeadline)
 	for left := hostGoroutines(); len(left) > 0; left = hostGoroutines() {
 		if time.Now().After(deadline) {
-			t.Fatalf("goroutines of the host outlive its cleanup:\n%s", strings.Join(left, "\n\n"))
+			t.Fatalf("goroutines of the host outlive its stop:\n%s", strings.Join(left, "\n\n"))
 		}
 		time.Sleep(time.Millisecond)
 	}
