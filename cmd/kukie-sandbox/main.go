@@ -1,103 +1,195 @@
-// Command kukie-sandbox runs the local sandbox cluster for `make run`: a
-// real kube-apiserver and etcd (from `make tools`) with Kukie's Application
-// CRD and the same fixture apps the tests use. It writes kubeconfigs and a
-// static clusters file registering the sandbox for the "demo" team, then
-// runs until SIGINT, SIGTERM or SIGHUP.
+// Command kukie-sandbox runs `make run`'s local world, so that every feature
+// of the server can be tried on one machine: a local Git server holding the
+// sandbox GitOps repository (HTTPS with a development CA, a private variant
+// behind a token), a local AWS account (the STS, EKS and CloudFormation
+// stand-ins the tests use), the SNS stand-in behind a CONNECT proxy, and,
+// once `make tools` has built kube-apiserver and etcd, the sandbox cluster:
+// a real API server with the Argo CD fixture apps, standing for the static
+// clusters "sandbox" and "sandbox-limited" and for the account's two EKS
+// clusters. It runs until SIGINT, SIGTERM or SIGHUP.
+//
+// Its other commands talk to the running sandbox over a control socket, or
+// help the printed lines:
+//
+//	kukie-sandbox cluster -assets DIR          start the cluster stage; prints the clusters file
+//	kukie-sandbox stack-update --access-level LIMITED|FULL
+//	kukie-sandbox lines -stage api|git|cluster print the lines of docs/try-it.json for a stage
+//	kukie-sandbox pick FIELD                   print a top-level field of the JSON on stdin
+//
+// It is a development tool built from the test kits: nothing of it reaches
+// the server binary or image.
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
-
-	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"time"
 )
 
 func main() {
 	execShimmed() // as kube-apiserver or etcd: exec the real one, never returns
-	if err := run(); err != nil {
+	if err := dispatch(os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kukie-sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	dir := flag.String("dir", ".dev/sandbox", "where to write kubeconfigs and clusters.yaml")
-	team := flag.String("team", "demo", "the team the sandbox clusters belong to")
-	flag.Parse()
-	// SIGHUP too: a closed terminal stops the sandbox and its apiserver and etcd.
+func dispatch(args []string, stdin io.Reader, stdout io.Writer) error {
+	cmd := "run"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return runWorld(args)
+	case "cluster":
+		return runCluster(args, stdout)
+	case "stack-update":
+		return runStackUpdate(args, stdout)
+	case "lines":
+		return runLines(args, stdout)
+	case "pick":
+		return runPick(args, stdin, stdout)
+	}
+	return fmt.Errorf("unknown command %q (run, cluster, stack-update, lines, pick)", cmd)
+}
+
+// defaultDir is the sandbox's directory: $KUKIE_DEV_DIR/sandbox, as make
+// run sets it; else the sandbox folder beside the bin folder this binary
+// was built into (make run: .dev/bin and .dev/sandbox), so the printed
+// commands work from any directory; else .dev/sandbox.
+func defaultDir() string {
+	if d := os.Getenv("KUKIE_DEV_DIR"); d != "" {
+		return filepath.Join(d, "sandbox")
+	}
+	if self, err := os.Executable(); err == nil {
+		if bin := filepath.Dir(self); filepath.Base(bin) == "bin" {
+			if d := filepath.Join(filepath.Dir(bin), "sandbox"); isDir(d) {
+				return d
+			}
+		}
+	}
+	return filepath.Join(".dev", "sandbox")
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// runWorld runs the world until a signal; SIGHUP too, so a closed terminal
+// stops the sandbox and the API server and etcd it started.
+func runWorld(args []string) error {
+	fs := flag.NewFlagSet("kukie-sandbox", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "where to write the world's files and the control socket")
+	team := fs.String("team", "demo", "the team the sandbox clusters, repository and AWS account belong to")
+	api := fs.String("api", "http://"+os.Getenv("KUKIE_HTTP_ADDR"), "the server's public URL (onboarding, the SNS webhook)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	clustersFile := filepath.Join(*dir, "clusters.yaml")
-	_ = os.Remove(clustersFile) // written again once the cluster is up: its presence means ready
-	real, err := k8stest.AssetsDir()
+	for _, f := range []string{fileWorld, fileServerEnv, fileClusters} {
+		_ = os.Remove(filepath.Join(*dir, f)) // written again as the world comes up: their presence means ready
+	}
+	start := time.Now()
+	w, err := startWorld(*dir, *team, *api, os.Getenv("KUKIE_AUTH_HS256_SECRET"))
 	if err != nil {
 		return err
 	}
-	bin, err := shimAssets(filepath.Join(*dir, "bin"), real)
+	defer w.close()
+	stopControl, err := w.serveControl(ctx)
 	if err != nil {
 		return err
 	}
-	if err := os.Setenv("KUKIE_K8S_ASSETS", bin); err != nil {
-		return err
-	}
-	cluster, err := k8stest.Start(k8stest.Options{ArgoCD: true})
-	if err != nil {
-		return err
-	}
-	defer cluster.Stop()
-
-	write := func(user string) (string, error) {
-		b, err := cluster.Kubeconfig(user)
-		if err != nil {
-			return "", err
-		}
-		path, err := filepath.Abs(filepath.Join(*dir, user+".kubeconfig"))
-		if err != nil {
-			return "", err
-		}
-		return path, os.WriteFile(path, b, 0o600)
-	}
-	admin, err := write(k8stest.UserAdmin)
-	if err != nil {
-		return err
-	}
-	limited, err := write(k8stest.UserLimited)
-	if err != nil {
-		return err
-	}
-	content := fmt.Sprintf(`# Written by kukie-sandbox; removed and rewritten at each start.
-clusters:
-  - id: sandbox
-    team: %[1]s
-    name: Sandbox (full access)
-    kubeconfig: %[2]s
-    access_level: full
-    argocd_namespace: argocd
-  - id: sandbox-limited
-    team: %[1]s
-    name: Sandbox (limited access)
-    kubeconfig: %[3]s
-    access_level: limited
-    namespaces: [sandbox-plain, sandbox-kustomize, sandbox-helm]
-`, *team, admin, limited)
-	tmp := clustersFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, clustersFile); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "kukie-sandbox: kube-apiserver at %s; clusters file %s\n", cluster.Host(), clustersFile)
+	defer stopControl()
+	fmt.Fprintf(os.Stderr, "kukie-sandbox: Git world at %s, AWS and SNS stand-ins up (%.1f s)\n",
+		w.git.publicURL, time.Since(start).Seconds())
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "kukie-sandbox: stopping")
 	return nil
+}
+
+// runCluster asks the running sandbox to start its cluster stage and
+// prints the static clusters file's path.
+func runCluster(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("kukie-sandbox cluster", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "the running sandbox's directory")
+	assets := fs.String("assets", "", "the directory holding kube-apiserver and etcd (make tools)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *assets == "" {
+		return errors.New("-assets is required")
+	}
+	abs, err := filepath.Abs(*assets)
+	if err != nil {
+		return err
+	}
+	var ans clusterAnswer
+	if err := control(context.Background(), *dir, "/cluster", clusterRequest{Assets: abs}, &ans); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, ans.ClustersFile)
+	return err
+}
+
+// runStackUpdate changes the sandbox stack's AccessLevel and delivers its
+// notification to the server, printing the webhook's answer.
+func runStackUpdate(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("kukie-sandbox stack-update", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "the running sandbox's directory")
+	level := fs.String("access-level", "", "the stack's new AccessLevel: FULL or LIMITED")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ans stackUpdateAnswer
+	if err := control(ctx, *dir, "/stack-update", stackUpdateRequest{AccessLevel: *level}, &ans); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stack updated to AccessLevel=%s; its notification was delivered: %d %s\n", *level, ans.WebhookStatus, ans.WebhookAnswer)
+	if ans.WebhookStatus/100 != 2 {
+		return fmt.Errorf("the webhook answered %d", ans.WebhookStatus)
+	}
+	return nil
+}
+
+// runPick prints top-level fields of the JSON object on stdin on one line,
+// separated by spaces: a string as is, anything else as JSON, a missing
+// field as nothing. Input that is not an object prints an empty line.
+func runPick(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: kukie-sandbox pick FIELD... < answer.json")
+	}
+	var obj map[string]json.RawMessage
+	_ = json.NewDecoder(io.LimitReader(stdin, 64<<20)).Decode(&obj)
+	values := make([]string, len(args))
+	for i, f := range args {
+		raw, ok := obj[f]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			values[i] = s
+		} else {
+			values[i] = string(raw)
+		}
+	}
+	_, err := fmt.Fprintln(stdout, strings.Join(values, " "))
+	return err
 }

@@ -40,13 +40,15 @@ var allowedImports = map[string][]string{
 	"internal/render":    {"internal/mask", "service"},
 	"internal/sns":       {"service"},
 	"internal/layout":    {},
+	"internal/makerun":   {},
 
 	"cmd/kukie-server": {"api", "eksaccess", "internal/gitrepo", "internal/helmrepo", "internal/jobs",
 		"internal/jwtauth", "internal/keyring", "internal/kube", "internal/mask", "internal/netguard",
 		"internal/ownership", "internal/render", "internal/sns", "migrations", "service", "store"},
 	"cmd/kukie-bench":    {"internal/testkit/authtest", "internal/testkit/k8stest", "migrations", "service", "store"},
 	"cmd/kukie-devtoken": {"internal/testkit/authtest"},
-	"cmd/kukie-sandbox":  {"internal/testkit/k8stest"},
+	"cmd/kukie-sandbox": {"internal/sns", "internal/testkit/authtest", "internal/testkit/awsfake", "internal/testkit/ekssim",
+		"internal/testkit/gittest", "internal/testkit/k8stest", "internal/testkit/snstest", "internal/testkit/tryit"},
 
 	"deploy":                {},
 	"deploy/cloudformation": {},
@@ -62,6 +64,7 @@ var allowedImports = map[string][]string{
 	"internal/testkit/snstest":    {"internal/sns"},
 	"internal/testkit/tcpproxy":   {},
 	"internal/testkit/testclock":  {},
+	"internal/testkit/tryit":      {},
 }
 
 // devTools may import test kits: they are built for development and

@@ -1,0 +1,357 @@
+package makerun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
+	"github.com/kukie/gitops-server/internal/testkit/pgtest"
+	"github.com/kukie/gitops-server/internal/testkit/tryit"
+)
+
+// worldReady is the line make run prints once every stage is up.
+const worldReady = "the whole world is ready"
+
+// TestMakeRunServesEveryPrintedLine is the issue's "done when": on free
+// ports, make run brings the world up; every printed line answers 2xx; the
+// stack update switches the registered EKS cluster's level end to end; and
+// SIGHUP stops every process make run started.
+func TestMakeRunServesEveryPrintedLine(t *testing.T) {
+	m := startMakeRun(t)
+	f, err := tryit.Load(filepath.Join(m.root, "docs", "try-it.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &tryit.Runner{Client: &http.Client{Timeout: time.Minute}, Vars: m.vars(t), Command: m.sandboxCommand}
+	answers := map[string]string{} // by the line's say
+	for _, g := range f.Groups {
+		for _, l := range g.Lines {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			res, err := runner.Run(ctx, l)
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %q: %v\nmake run's output:\n%s", g.Feature, l.Say, err, m.out)
+			}
+			answers[l.Say] = res.Body
+		}
+	}
+	checkAnswers(t, answers)
+	checkREADME(t, m)
+	m.hangUp(t)
+}
+
+// checkAnswers checks what the lines are there to show, beyond 2xx.
+func checkAnswers(t *testing.T, answers map[string]string) {
+	t.Helper()
+	want := []struct{ sayPrefix, contains string }{
+		{"self_heal:", `"level":"self_heal"`},
+		{"self_heal:", "곧 ArgoCD가 되돌려요"},
+		{"not_reverted:", `"level":"not_reverted"`},
+		{"auto_sync:", `"level":"auto_sync"`},
+		{"manual:", `"level":"manual"`},
+		{"unknown:", `"level":"unknown"`},
+		{"its folders", `"path":"apps/helm"`},
+		{"the same folders at the first commit", `"commit":"`},
+		{"the private repository's folders", `"path":"apps/kustomize"`},
+		{"what Git holds for the plain app", `"kind":"Deployment"`},
+		{"the agent's tool: the Helm app", "worker-config"},
+		{"its Argo CD apps", `"name":"sandbox-plain"`},
+		{"may Kukie list Applications", `"allowed":true`},
+		{"Kukie may no longer list", `"allowed":false`},
+		{"but may still patch", `"allowed":true`},
+		{"the switch, step by step", "AmazonEKSEditPolicy"},
+	}
+	for _, w := range want {
+		found := false
+		for say, body := range answers {
+			if strings.HasPrefix(say, w.sayPrefix) {
+				found = true
+				if !strings.Contains(body, w.contains) {
+					t.Errorf("%q: no %s in %s", say, w.contains, body)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no line of docs/try-it.json says %q...: the test checks its answer", w.sayPrefix)
+		}
+	}
+	for say, body := range answers {
+		if strings.Contains(body, "sandbox-demo-password") {
+			t.Errorf("%q: the sandbox repository's demo secret is in the answer", say)
+		}
+	}
+}
+
+// checkREADME checks the README's "Try it" section is the lines' rendering.
+func checkREADME(t *testing.T, m *makeRun) {
+	t.Helper()
+	out, err := m.sandboxCommand(context.Background(), []string{"lines", "-readme", "-sandbox", ".dev/bin/kukie-sandbox",
+		"-file", filepath.Join(m.root, "docs", "try-it.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(m.root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?s)<!-- try-it:begin -->\n(.*)<!-- try-it:end -->`).FindSubmatch(readme)
+	if section == nil {
+		t.Fatal("README.md has no <!-- try-it:begin --> … <!-- try-it:end --> section")
+	}
+	if string(section[1]) != out {
+		t.Errorf("README's Try it section differs from `kukie-sandbox lines -readme` (docs/try-it.json); want:\n%s", out)
+	}
+}
+
+// makeRun is a running scripts/dev-run.sh.
+type makeRun struct {
+	root, dev string
+	cmd       *exec.Cmd
+	out       *syncBuffer
+	done      chan error
+}
+
+func startMakeRun(t *testing.T) *makeRun {
+	t.Helper()
+	assets, err := k8stest.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &makeRun{root: moduleRoot(t), dev: t.TempDir(), out: &syncBuffer{}, done: make(chan error, 1)}
+	m.cmd = exec.Command("bash", filepath.Join(m.root, "scripts", "dev-run.sh"))
+	m.cmd.Dir = m.root
+	m.cmd.Env = append(environ(), "KUKIE_DEV_DIR="+m.dev, "KUKIE_K8S_ASSETS="+assets,
+		"KUKIE_HTTP_ADDR="+freeAddr(t), "KUKIE_ADMIN_ADDR="+freeAddr(t), "KUKIE_DATABASE_URL="+pgtest.MustCreateDatabase(t))
+	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { m.done <- m.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL) // a failed test leaves nothing behind
+	})
+	// A deadline only against hangs: the README gives the stages' times.
+	deadline := time.After(15 * time.Minute)
+	for !strings.Contains(m.out.String(), worldReady) {
+		select {
+		case err := <-m.done:
+			t.Fatalf("make run ended (%v) before the world was ready:\n%s", err, m.out)
+		case <-deadline:
+			t.Fatalf("make run: no %q after 15 minutes:\n%s", worldReady, m.out)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Logf("make run: the world was ready after %.0f s; stages:\n%s", time.Since(start).Seconds(), stageLines(m.out.String()))
+	return m
+}
+
+// vars are the values the lines use: the API, the printed tokens and the
+// world's values.
+func (m *makeRun) vars(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(m.dev, "sandbox", "world.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		Stage string            `json:"stage"`
+		Vars  map[string]string `json:"vars"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil || w.Stage != tryit.StageCluster {
+		t.Fatalf("world.json: stage %q, %v", w.Stage, err)
+	}
+	vars := w.Vars
+	for _, line := range strings.Split(m.out.String(), "\n") {
+		for _, tok := range []string{"AGENT", "MEMBER", "ADMIN"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export "+tok+"="); ok {
+				vars[tok] = v
+			}
+		}
+	}
+	for _, kv := range m.cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "KUKIE_HTTP_ADDR="); ok {
+			vars["API"] = "http://" + v
+		}
+	}
+	if vars["AGENT"] == "" || vars["ADMIN"] == "" || vars["MEMBER"] == "" {
+		t.Fatalf("make run printed no tokens:\n%s", m.out)
+	}
+	return vars
+}
+
+// sandboxCommand runs the kukie-sandbox binary make run built, as the
+// printed lines do.
+func (m *makeRun) sandboxCommand(ctx context.Context, args []string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(m.dev, "bin", "kukie-sandbox"), args...)
+	cmd.Dir = m.root
+	cmd.Env = append(environ(), "KUKIE_DEV_DIR="+m.dev)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kukie-sandbox %s: %w: %s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// hangUp sends SIGHUP to make run alone, as a closed terminal does, and
+// checks that every process it started (its descendants before the signal)
+// is gone afterwards.
+func (m *makeRun) hangUp(t *testing.T) {
+	t.Helper()
+	before := descendants(m.cmd.Process.Pid)
+	if len(before) < 4 { // server, sandbox, kube-apiserver, etcd at least
+		t.Errorf("make run's processes: %v; want the server, the sandbox, kube-apiserver and etcd", before)
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("make run did not end after SIGHUP:\n%s", m.out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var left []string
+		for pid, cmdline := range before {
+			if now, ok := readCmdline(pid); ok && now == cmdline {
+				left = append(left, fmt.Sprintf("%d %s", pid, cmdline))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running a minute after make run ended on SIGHUP:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// descendants maps every process below pid to its command line.
+func descendants(pid int) map[int]string {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var p int
+		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(rest, &state, &ppid); err == nil {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	out := map[int]string{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if cmdline, ok := readCmdline(c); ok {
+				out[c] = cmdline
+			}
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+func readCmdline(pid int) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return "", false // gone, or a zombie
+	}
+	return string(b), true
+}
+
+// stageLines are make run's stage announcements, with their times.
+func stageLines(out string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "make run: [") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// environ is this process's environment without the variables make run
+// and the server read, which the test sets itself.
+func environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUKIE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
