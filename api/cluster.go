@@ -22,6 +22,16 @@ func handleClusterList(log *slog.Logger, clusters *service.Clusters) http.Handle
 	})
 }
 
+// handleClusterGet answers one of the team's clusters, the object the list
+// holds: a client polls it after a 202 registration until access is active.
+func handleClusterGet(log *slog.Logger, clusters *service.Clusters) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		c, err := clusters.Get(r.Context(), p, chi.URLParam(r, "cluster_id"))
+		reply(w, r, log, c, err)
+	})
+}
+
 // handleGitOpsRepoPut connects the repository Kukie opens pull requests
 // against; it is compared with the apps' sources after normalisation.
 func handleGitOpsRepoPut(log *slog.Logger, clusters *service.Clusters) http.Handler {

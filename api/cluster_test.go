@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kukie/gitops-server/internal/argocd"
 	"github.com/kukie/gitops-server/internal/kube"
 	"github.com/kukie/gitops-server/service"
@@ -53,6 +55,46 @@ func TestGitOpsRepoRefusesCredentials(t *testing.T) {
 	if !strings.Contains(string(list.body), `"gitops_repo":"git@github.com:org/repo.git"`) {
 		t.Errorf("GET /v1/clusters does not show the connected repo: %s", list.body)
 	}
+}
+
+// TestClusterGet: a cluster answers as the list holds it, only to its own
+// team; another team's id (even one the caller's team also uses) never
+// shows the other team's cluster.
+func TestClusterGet(t *testing.T) {
+	a := newTestAPI(t)
+	tokA, tokB := token(t, "alice", "team-a", "member"), token(t, "eve", "team-b", "member")
+	var list struct{ Clusters []service.Cluster }
+	a.do("GET", "/v1/clusters", tokA, nil, nil).decode(t, &list)
+	want := map[string]service.Cluster{}
+	for _, c := range list.Clusters {
+		want[c.ID] = c
+	}
+	for _, id := range []string{"prod-eks", "c"} {
+		t.Run("OwnTeam_"+id, func(t *testing.T) {
+			res := a.do("GET", "/v1/clusters/"+id, tokA, nil, nil)
+			if res.status != http.StatusOK {
+				t.Fatalf("%d %s", res.status, res.body)
+			}
+			var got service.Cluster
+			res.decode(t, &got)
+			if diff := cmp.Diff(want[id], got); diff != "" {
+				t.Errorf("GET /v1/clusters/%s differs from the list's entry (-list +get):\n%s", id, diff)
+			}
+		})
+	}
+	t.Run("SameIDOtherTeam", func(t *testing.T) {
+		var got service.Cluster
+		a.do("GET", "/v1/clusters/prod-eks", tokB, nil, nil).decode(t, &got)
+		if got.Name != "prod (team b)" {
+			t.Errorf("team-b sees %+v", got)
+		}
+	})
+	t.Run("ErrOtherTeamsCluster", func(t *testing.T) {
+		a.do("GET", "/v1/clusters/c", tokB, nil, nil).wantProblem(t, http.StatusNotFound, "cluster_not_found")
+	})
+	t.Run("ErrUnknownID", func(t *testing.T) {
+		a.do("GET", "/v1/clusters/nope", tokA, nil, nil).wantProblem(t, http.StatusNotFound, "cluster_not_found")
+	})
 }
 
 // leakyApps is a cluster holding one Application whose sources embed

@@ -39,6 +39,7 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 
 		{method: "GET", pattern: "/v1/clusters", handler: handleClusterList(d.Logger, d.Clusters)},
 		{method: "POST", pattern: "/v1/clusters", handler: handleClusterRegister(d.Logger, d.Registrations), roles: admins, humanOnly: true},
+		{method: "GET", pattern: "/v1/clusters/{cluster_id}", handler: handleClusterGet(d.Logger, d.Clusters)},
 		{method: "DELETE", pattern: "/v1/clusters/{cluster_id}", handler: clusterJob(d.Logger, d.Registrations.Remove), roles: admins, humanOnly: true},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/reconcile", handler: clusterJob(d.Logger, d.Registrations.Reconcile), roles: admins, humanOnly: true},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/access/can-i", handler: handleCanI(d.Logger, d.AccessReviews)},

@@ -169,6 +169,16 @@ func (s *Clusters) List(ctx context.Context, p Principal) ([]Cluster, error) {
 	return cs, err
 }
 
+// Get returns one of the caller's clusters, the same view List holds: what a
+// client polls after registering until access_state is active. Another
+// team's cluster, or none, is ErrClusterNotFound.
+func (s *Clusters) Get(ctx context.Context, p Principal, clusterID string) (Cluster, error) {
+	if clusterID == "" {
+		return Cluster{}, ErrClusterNotFound()
+	}
+	return s.Store.GetCluster(ctx, p.TeamID, clusterID)
+}
+
 // SetGitOpsRepo connects a repository to a cluster ("" disconnects), with
 // the credentials to read it (nil: anonymous when the URL changes, the
 // stored ones kept when it does not). A URL never carries credentials.

@@ -91,6 +91,7 @@ func TestTenancyMatrix(t *testing.T) {
 		"GET /v1/team":                                                             {kind: "collection"},
 		"GET /v1/clusters":                                                         {kind: "collection"},
 		"POST /v1/clusters":                                                        {kind: "create", code: "account_not_found", body: fmt.Sprintf(`{"account_id":%q,"region":%q,"name":"x","namespaces":["web"]}`, account.ID, region)},
+		"GET /v1/clusters/{cluster_id}":                                            {kind: "object", code: "cluster_not_found"},
 		"DELETE /v1/clusters/{cluster_id}":                                         {kind: "object", code: "cluster_not_found"},
 		"POST /v1/clusters/{cluster_id}/access/reconcile":                          {kind: "object", code: "cluster_not_found"},
 		"POST /v1/clusters/{cluster_id}/access/can-i":                              {kind: "object", code: "cluster_not_found", body: `{"verb":"get","resource":"pods","namespace":"web"}`},
