@@ -117,10 +117,20 @@ func (r *Runner) request(ctx context.Context, l Line) (Result, map[string]any, e
 }
 
 // holds reports whether an answer's fields meet the line's Until
-// condition (a line without one holds at once).
+// condition (a line without one holds at once). A string is compared as
+// is, anything else as JSON (true, 12), as `kukie-sandbox pick` prints it.
 func holds(l Line, fields map[string]any) bool {
 	for f, want := range l.Until {
-		if s, ok := fields[f].(string); !ok || s != want {
+		v, ok := fields[f]
+		if !ok {
+			return false
+		}
+		got, isString := v.(string)
+		if !isString {
+			b, _ := json.Marshal(v)
+			got = string(b)
+		}
+		if got != want {
 			return false
 		}
 	}
