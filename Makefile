@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 .PHONY: run test tools build lint bench soak fuzz-smoke
 
-run: ## Run the server at once (tokens and curl lines printed); the sandbox cluster attaches when `make tools` is done.
+run: ## The whole product locally, in stages: the API at once, the Git world in seconds, the AWS world and sandbox cluster once `make tools` is done; prints tokens and docs/try-it.json's lines.
 	./scripts/dev-run.sh
 
 test: tools build ## All tests, against the local PostgreSQL and the built kube-apiserver (and the release binary, which deploy/dockerfile_test.go checks).

@@ -17,6 +17,7 @@
 # temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+umask 077 # tokens, keys and kubeconfigs are written under .dev
 
 db_url_given=${KUKIE_DATABASE_URL:+yes}
 : "${KUKIE_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/kukie?sslmode=disable}"
@@ -65,9 +66,9 @@ mkdir -p "$bin" "$world" "$dev/pids"
 # and the sandbox's kube-apiserver and etcd die with the sandbox
 # (PR_SET_PDEATHSIG, set by the sandbox itself).
 cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
-remember() { # name pid binary: once the child has exec'd binary
+remember() { # name pid binary: once the child has exec'd $bin/binary
   for _ in $(seq 1 50); do
-    case "$(cmdline_of "$2")" in *"$3"*) break ;; esac
+    case "$(cmdline_of "$2")" in "$bin/$3 "*) break ;; esac
     sleep 0.1
   done
   { echo "$2"; cmdline_of "$2"; } >"$dev/pids/$1"
@@ -101,11 +102,21 @@ done
 
 server="" sandbox="" tools="" helper=""
 rm -f "$dev/tools.out"
+# stop PID: SIGTERM, then SIGKILL if it has not ended within 40 s (the
+# server drains in-flight requests for up to KUKIE_SHUTDOWN_TIMEOUT, 30 s).
+# A child that has ended but is not yet waited for is a zombie (state Z).
+ended() { [ ! -e "/proc/$1/stat" ] || [ "$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+stop() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 400); do ended "$1" && break; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 cleanup() {
   trap - INT TERM HUP
   [ -n "$helper" ] && { kill -TERM "$helper" 2>/dev/null || true; }
-  [ -n "$server" ] && { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }
-  [ -n "$sandbox" ] && { kill -TERM "$sandbox" 2>/dev/null || true; wait "$sandbox" 2>/dev/null || true; }
+  [ -n "$server" ] && stop "$server"
+  [ -n "$sandbox" ] && stop "$sandbox"
   # The tools build runs in its own process group (see below): stop all of it.
   [ -n "$tools" ] && { kill -TERM -- "-$tools" 2>/dev/null || true; wait "$tools" 2>/dev/null || true; }
   forget server
@@ -119,7 +130,7 @@ trap 'exit 129' HUP
 
 # The local world: Git, AWS and SNS at once; it writes the server's
 # environment (CA bundle, proxy, AWS endpoints) before anything else.
-"${pdeath[@]}" "$bin/kukie-sandbox" -dir "$world" -team demo -api "http://$KUKIE_HTTP_ADDR" &
+${pdeath[@]+"${pdeath[@]}"} "$bin/kukie-sandbox" -dir "$world" -team demo -api "http://$KUKIE_HTTP_ADDR" &
 sandbox=$!
 remember sandbox "$sandbox" kukie-sandbox
 for _ in $(seq 1 300); do
@@ -176,7 +187,7 @@ start_server() {
   (
     # shellcheck disable=SC1090
     [ -z "$server_env" ] || . "$server_env"
-    exec "${pdeath[@]}" "$bin/kukie-server" serve
+    exec ${pdeath[@]+"${pdeath[@]}"} "$bin/kukie-server" serve
   ) &
   server=$!
   remember server "$server" kukie-server
@@ -249,8 +260,7 @@ helper=""
 
 say "restarting the server with the sandbox clusters attached (KUKIE_STATIC_CLUSTERS_FILE=$world/clusters.yaml)"
 export KUKIE_STATIC_CLUSTERS_FILE=$world/clusters.yaml
-kill -TERM "$server"
-wait "$server" || true
+stop "$server"
 server=""
 start_server
 stage "3/3 the sandbox cluster (static clusters sandbox, sandbox-limited) and the AWS account (EKS clusters $(sed -n 's/.*"EKS_CLUSTER": "\(.*\)".*/\1/p' "$world/world.json"), $(sed -n 's/.*"EKS_CLUSTER_2": "\(.*\)".*/\1/p' "$world/world.json")) are up"

@@ -30,6 +30,7 @@ type awsAccount struct {
 	id, role, stack, topic string
 	clusters               [2]string
 	externalID             string
+	serviceAccount         string // the Kukie service's AWS account the role trusts
 	level                  awsfake.Level
 }
 
@@ -70,6 +71,7 @@ func (w *world) createStack(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.acct.externalID = onboarding.ExternalID
+	w.acct.serviceAccount = onboarding.ServiceAccountID
 	w.mu.Unlock()
 	w.setLevel(awsfake.LevelFull)
 	return nil
@@ -86,7 +88,7 @@ func (w *world) setLevel(level awsfake.Level) {
 		Outputs:    map[string]string{"KukieTemplateVersion": "5"},
 		Parameters: map[string]string{"AccessLevel": string(level), "AllowedNamespaces": allowedNamespaces}})
 	w.aws.AddRole(awsfake.Role{ARN: a.role, Level: level, AllowedNamespaces: []string{allowedNamespaces}, StackARN: a.stack,
-		Trust: awsfake.Trust{Mode: awsfake.TrustPinned, ExternalID: a.externalID, Account: w.aws.Account()}})
+		Trust: awsfake.Trust{Mode: awsfake.TrustPinned, ExternalID: a.externalID, Account: a.serviceAccount}})
 }
 
 // stackUpdate changes the stack's AccessLevel and delivers the stack's

@@ -30,11 +30,10 @@ var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v
 // creates the customer's stack and role, and writes the clusters file. It
 // returns that file's path.
 func (w *world) startCluster(ctx context.Context, assets string) (string, error) {
-	w.mu.Lock()
-	running := w.sim != nil
-	w.mu.Unlock()
-	if running {
-		return filepath.Join(w.dir, fileClusters), nil
+	w.clusterMu.Lock()
+	defer w.clusterMu.Unlock()
+	if w.clustersFile != "" {
+		return w.clustersFile, nil
 	}
 	bin, err := shimAssets(filepath.Join(w.dir, "bin"), assets)
 	if err != nil {
@@ -48,10 +47,22 @@ func (w *world) startCluster(ctx context.Context, assets string) (string, error)
 	if err != nil {
 		return "", err
 	}
+	path, err := w.fillCluster(ctx, sim)
+	if err != nil {
+		stop() // a later try starts anew
+		return "", err
+	}
 	w.mu.Lock()
-	w.sim = sim
 	w.stops = append(w.stops, stop)
 	w.mu.Unlock()
+	w.clustersFile = path
+	return path, w.reach(stageCluster)
+}
+
+// fillCluster makes the running cluster the sandbox's: the second EKS
+// cluster, the Applications pointing at the Git world, the customer's
+// stack and role, and the static clusters file (whose path it returns).
+func (w *world) fillCluster(ctx context.Context, sim *ekssim.Cluster) (string, error) {
 	sim.Serve(awsfake.Cluster{Region: region, Account: w.acct.id, Name: w.acct.clusters[1]})
 	if err := w.pointAppsAtGit(ctx, sim.Kube); err != nil {
 		return "", fmt.Errorf("sandbox Applications: %w", err)
@@ -59,11 +70,7 @@ func (w *world) startCluster(ctx context.Context, assets string) (string, error)
 	if err := w.createStack(ctx); err != nil {
 		return "", fmt.Errorf("the sandbox AWS account: %w", err)
 	}
-	path, err := w.writeClusters(sim.Kube)
-	if err != nil {
-		return "", err
-	}
-	return path, w.reach(stageCluster)
+	return w.writeClusters(sim.Kube)
 }
 
 // pointAppsAtGit rewrites the sandbox Applications as copies whose source

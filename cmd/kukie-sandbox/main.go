@@ -101,6 +101,9 @@ func runWorld(args []string) error {
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
+	if err := os.Chmod(*dir, 0o700); err != nil { // tokens and keys are written here
+		return err
+	}
 	for _, f := range []string{fileWorld, fileServerEnv, fileClusters} {
 		_ = os.Remove(filepath.Join(*dir, f)) // written again as the world comes up: their presence means ready
 	}
@@ -138,8 +141,12 @@ func runCluster(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Starting kube-apiserver and etcd takes seconds; a minute is allowed for
+	// each (envtest's own bound), and the rest for the fixtures.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	var ans clusterAnswer
-	if err := control(context.Background(), *dir, "/cluster", clusterRequest{Assets: abs}, &ans); err != nil {
+	if err := control(ctx, *dir, "/cluster", clusterRequest{Assets: abs}, &ans); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(stdout, ans.ClustersFile)
@@ -169,19 +176,26 @@ func runStackUpdate(args []string, stdout io.Writer) error {
 }
 
 // runPick prints top-level fields of the JSON object on stdin on one line,
-// separated by spaces: a string as is, anything else as JSON, a missing
-// field as nothing. Input that is not an object prints an empty line.
+// separated by spaces: a string as is, anything else as JSON. An input
+// that is not an object, or lacks a field, is an error naming it (with the
+// input's start), so `X=$(curl … | pick id)` does not set X empty in silence.
 func runPick(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New("usage: kukie-sandbox pick FIELD... < answer.json")
 	}
+	in, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
+	if err != nil {
+		return err
+	}
 	var obj map[string]json.RawMessage
-	_ = json.NewDecoder(io.LimitReader(stdin, 64<<20)).Decode(&obj)
+	if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
+		return fmt.Errorf("pick: the answer is not a JSON object: %.300s", in)
+	}
 	values := make([]string, len(args))
 	for i, f := range args {
 		raw, ok := obj[f]
 		if !ok {
-			continue
+			return fmt.Errorf("pick: no %q in the answer: %.300s", f, in)
 		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
@@ -190,6 +204,6 @@ func runPick(args []string, stdin io.Reader, stdout io.Writer) error {
 			values[i] = string(raw)
 		}
 	}
-	_, err := fmt.Fprintln(stdout, strings.Join(values, " "))
+	_, err = fmt.Fprintln(stdout, strings.Join(values, " "))
 	return err
 }

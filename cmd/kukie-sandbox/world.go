@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/kukie/gitops-server/internal/testkit/awsfake"
-	"github.com/kukie/gitops-server/internal/testkit/ekssim"
 	"github.com/kukie/gitops-server/internal/testkit/snstest"
 )
 
@@ -49,14 +48,18 @@ type world struct {
 	mu    sync.Mutex
 	stage string
 	vars  map[string]string
-	sim   *ekssim.Cluster
 	stops []func() // run in reverse order by close
+
+	// clusterMu serialises the cluster stage; clustersFile is set once it
+	// has succeeded.
+	clusterMu    sync.Mutex
+	clustersFile string
 }
 
 // startWorld runs the Git, AWS and SNS worlds and writes the server's
 // environment; the cluster waits for startCluster.
-func startWorld(dir, team, api, secret string) (w *world, err error) {
-	w = &world{dir: dir, team: team, api: api, secret: secret, vars: map[string]string{}}
+func startWorld(dir, team, api, secret string) (_ *world, err error) {
+	w := &world{dir: dir, team: team, api: api, secret: secret, vars: map[string]string{}}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -106,6 +109,11 @@ func startWorld(dir, team, api, secret string) (w *world, err error) {
 // standard endpoint and credential variables, and the Git host allowed to
 // the sandbox team.
 func (w *world) writeServerEnv() error {
+	// What would point the SDK elsewhere (a developer's own AWS profile or
+	// session) is cleared: the server talks to the stand-ins only.
+	unset := []string{"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "HTTP_PROXY", "http_proxy"}
 	env := map[string]string{
 		"SSL_CERT_FILE":                   filepath.Join(w.dir, fileCA),
 		"KUKIE_AWS_REGION":                region,
@@ -127,6 +135,7 @@ func (w *world) writeServerEnv() error {
 	sort.Strings(keys)
 	var b strings.Builder
 	b.WriteString("# Written by kukie-sandbox: the server's environment for this world (development only).\n")
+	b.WriteString("unset " + strings.Join(unset, " ") + "\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(env[k]))
 	}
@@ -168,6 +177,7 @@ func (w *world) close() {
 // writeFile writes a file whole: readers never see half of it.
 func writeFile(path string, b []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
+	_ = os.Remove(tmp) // a stale one keeps its old mode
 	if err := os.WriteFile(tmp, b, mode); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package tryit
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 )
 
@@ -14,6 +15,7 @@ import (
 func (l Line) Shell(fill map[string]string, sandbox string) string {
 	var b strings.Builder
 	b.WriteString("# " + l.Say + "\n")
+	sandbox = word(sandbox, nil)
 	if len(l.Command) > 0 {
 		words := []string{sandbox}
 		for _, a := range l.Command {
@@ -54,6 +56,9 @@ func (l Line) curl(fill map[string]string) string {
 	return strings.Join(words, " ")
 }
 
+// bare matches a word the shell reads as itself, unquoted.
+var bare = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
 // word quotes s as one shell word, writing in the variables fill has and
 // leaving the others as shell variables: in double quotes when the text
 // allows, else single-quoted runs joined to "$VAR"s.
@@ -90,6 +95,9 @@ func word(s string, fill map[string]string) string {
 		if !p.isVar {
 			literal += p.text
 		}
+	}
+	if len(parts) == 1 && bare.MatchString(literal) {
+		return literal
 	}
 	var b strings.Builder
 	if !strings.ContainsAny(literal, "\"$`\\!") {

@@ -15,7 +15,7 @@ func TestShellWords(t *testing.T) {
 		Body: json.RawMessage(`{"repo_url": "${GIT_URL}", "note": "it's ${X}"}`)}
 	fill := map[string]string{"API": "http://127.0.0.1:8080", "GIT_URL": "https://127.0.0.1:1/r.git"}
 	got := l.Shell(fill, "kukie-sandbox")
-	want := "# connect\ncurl -s -X PUT \"http://127.0.0.1:8080/v1/clusters/sandbox/gitops-repo\" -H \"Authorization: Bearer ${ADMIN}\" " +
+	want := "# connect\ncurl -s -X PUT http://127.0.0.1:8080/v1/clusters/sandbox/gitops-repo -H \"Authorization: Bearer ${ADMIN}\" " +
 		`-H 'Content-Type: application/json' -d '{"repo_url":"https://127.0.0.1:1/r.git","note":"it'\''s '"${X}"'"}'`
 	if got != want {
 		t.Errorf("Shell:\n got %s\nwant %s", got, want)
@@ -51,13 +51,14 @@ func TestLoadChecks(t *testing.T) {
 	}
 }
 
-// TestExpand checks that a variable without a value is an error, never an
-// empty string in a request.
-func TestExpand(t *testing.T) {
-	if got, err := expand("/v1/clusters/${ID}/x", map[string]string{"ID": "c1"}); err != nil || got != "/v1/clusters/c1/x" {
-		t.Errorf("expand = %q, %v", got, err)
+// TestShellCommand checks a sandbox command line: plain words stay bare, a
+// path with a space is quoted.
+func TestShellCommand(t *testing.T) {
+	l := Line{Say: "update", Command: []string{"stack-update", "--access-level", "LIMITED"}}
+	if got := l.Shell(nil, ".dev/bin/kukie-sandbox"); got != "# update\n.dev/bin/kukie-sandbox stack-update --access-level LIMITED" {
+		t.Errorf("Shell = %q", got)
 	}
-	if _, err := expand("/v1/clusters/${ID}", nil); err == nil || !strings.Contains(err.Error(), "ID") {
-		t.Errorf("expand without a value: %v", err)
+	if got := l.Shell(nil, "/my dir/kukie-sandbox"); !strings.Contains(got, `"/my dir/kukie-sandbox" stack-update`) {
+		t.Errorf("Shell = %q", got)
 	}
 }

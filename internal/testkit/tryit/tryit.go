@@ -3,7 +3,8 @@
 // each group reached at a stage of the world (the API, the Git world, the
 // cluster with the AWS account). `make run` prints them as shell lines
 // (Shell), the README lists the same rendering, and the end-to-end test of
-// make run runs them over HTTP (Runner), so they cannot rot.
+// make run (internal/makerun) runs the printed lines in bash, so they
+// cannot rot.
 package tryit
 
 import (
@@ -113,23 +114,6 @@ func (f File) InStage(stage string) []Group {
 		}
 	}
 	return out
-}
-
-// expand replaces ${NAME} by vars[NAME]; a name without a value is an error.
-func expand(s string, vars map[string]string) (string, error) {
-	var missing []string
-	out := variable.ReplaceAllStringFunc(s, func(m string) string {
-		name := m[2 : len(m)-1]
-		v, ok := vars[name]
-		if !ok {
-			missing = append(missing, name)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("no value for %s", strings.Join(missing, ", "))
-	}
-	return out, nil
 }
 
 // untilFields returns the fields of an Until condition, sorted, and the
