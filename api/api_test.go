@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kukie/gitops-server/internal/jwtauth"
+	"github.com/kukie/gitops-server/internal/mask"
 	"github.com/kukie/gitops-server/internal/ownership"
 	"github.com/kukie/gitops-server/internal/testkit/authtest"
 	"github.com/kukie/gitops-server/internal/testkit/pgtest"
@@ -134,16 +135,20 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	if err != nil {
 		tb.Fatal(err)
 	}
+	masker, err := mask.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
 		Checker: aws.checker, Jobs: aws.jobs, Now: time.Now}
 	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
 		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache),
-			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}},
+			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}, Masker: masker},
 		Teams:         &service.Teams{Store: db, Now: time.Now},
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db},
+		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db, Masker: masker},
 		AccessReviews: mustAccessReviews(tb, db, reader, clock),
 		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Registrations: registrations, Now: time.Now},
 		Registrations: registrations,

@@ -14,6 +14,8 @@ type ArgoCD struct {
 	Cache    *SnapshotCache
 	Detector OwnershipDetector
 	Plans    PlanStore // for the apps' Kukie history
+	// Masker drops planned values the masker would mask (nil: none).
+	Masker ValueMasker
 	// Parallel bounds the clusters the sidebar reads at once in the
 	// background (default 8).
 	Parallel int
@@ -155,6 +157,7 @@ func (s *ArgoCD) Ownership(ctx context.Context, p Principal, clusterID string, t
 	if err := v.Err(); err != nil {
 		return Ownership{}, err
 	}
+	targets = DropMaskedChanges(compactChanges(targets), s.Masker)
 	cl, err := s.Clusters.GetCluster(ctx, p.TeamID, clusterID)
 	if err != nil {
 		return Ownership{}, err

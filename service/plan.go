@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,9 +53,37 @@ type ResourceRef struct {
 	// ChangedFields are JSON pointers of the fields a change touches
 	// (e.g. /spec/replicas), checked against the app's ignoreDifferences.
 	ChangedFields []string `json:"changed_fields,omitempty"`
+	// Changes are the planned values of fields (`kubectl scale
+	// --replicas=3` is {"/spec/replicas", 3}); their fields count as
+	// changed. A value the masker would mask is dropped at input.
+	Changes []FieldChange `json:"changes,omitempty"`
 	// Tool is the tool making the change (the plan's), for detection only
 	// (GitNarrowingAllowed); not stored with the plan's resources.
 	Tool string `json:"-"`
+}
+
+// FieldChange is the planned value of one field of a resource.
+type FieldChange struct {
+	// Field is a JSON pointer (RFC 6901); a list item is named by its
+	// index in the live object's list.
+	Field string `json:"field"`
+	// Value is the planned JSON value.
+	Value json.RawMessage `json:"value"`
+}
+
+// Changed returns the JSON pointers the change touches: ChangedFields,
+// then the fields of Changes not already named, each once.
+func (r ResourceRef) Changed() []string {
+	if len(r.Changes) == 0 {
+		return r.ChangedFields
+	}
+	out := slices.Clone(r.ChangedFields)
+	for _, c := range r.Changes {
+		if !slices.Contains(out, c.Field) {
+			out = append(out, c.Field)
+		}
+	}
+	return out
 }
 
 // Plan is an Action Plan: the approval-card record the agent creates before
@@ -167,7 +196,9 @@ type PlanChange struct {
 
 // Plans is the Action Plan use case: creation, reads and the lifecycle rules.
 type Plans struct {
-	Store    PlanStore
+	Store PlanStore
+	// Masker drops planned values the masker would mask (nil: none).
+	Masker   ValueMasker
 	Clusters ClusterStore // a plan's cluster must be one of the team's
 	// Detector runs ownership detection for plans of mutating tools, at
 	// creation and again at approval; nil disables it.
@@ -192,6 +223,7 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	if err != nil {
 		return Plan{}, false, err
 	}
+	in.Resources = DropMaskedChanges(in.Resources, s.Masker) // before anything keeps or hashes them
 	cluster, err := s.Clusters.GetCluster(ctx, p.TeamID, in.ClusterID)
 	if err != nil {
 		return Plan{}, false, err

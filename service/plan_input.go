@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -25,6 +26,7 @@ const (
 	maxGroupLength      = 253
 	maxIdempotencyKey   = 255
 	maxChangedFields    = 20
+	maxChangeValueBytes = 4 << 10
 	DefaultPlanPageSize = 50
 	MaxPlanPageSize     = 200
 )
@@ -79,6 +81,7 @@ func (in PlanInput) validate() (PlanInput, error) {
 	if in.Resources == nil {
 		in.Resources = []ResourceRef{}
 	}
+	in.Resources = compactChanges(in.Resources)
 	if len(in.Payload) > MaxPayloadBytes {
 		return in, Errorf(ETOOLARGE, "payload must be at most %d bytes", MaxPayloadBytes)
 	}
@@ -112,13 +115,93 @@ func validateResources(v *ValidationErrors, resources []ResourceRef) {
 			v.Add(f+"changed_fields", "must hold at most %d JSON pointers", maxChangedFields)
 		}
 		for j, p := range r.ChangedFields {
-			field := fmt.Sprintf("%schanged_fields[%d]", f, j)
-			checkText(v, field, p, true, 512)
-			if p != "" && (!strings.HasPrefix(p, "/") || badPointerEscape(p)) {
-				v.Add(field, "must be a JSON pointer such as /spec/replicas (RFC 6901)")
+			checkPointer(v, fmt.Sprintf("%schanged_fields[%d]", f, j), p)
+		}
+		validateChanges(v, f, r.Changes)
+	}
+}
+
+// checkPointer validates one JSON pointer of a changed field.
+func checkPointer(v *ValidationErrors, field, p string) {
+	checkText(v, field, p, true, 512)
+	if p != "" && (!strings.HasPrefix(p, "/") || badPointerEscape(p)) {
+		v.Add(field, "must be a JSON pointer such as /spec/replicas (RFC 6901)")
+	}
+}
+
+// validateChanges checks a resource's planned values: at most
+// maxChangedFields, each a pointer and a JSON value PostgreSQL's jsonb can
+// hold, each field once.
+func validateChanges(v *ValidationErrors, prefix string, changes []FieldChange) {
+	if len(changes) > maxChangedFields {
+		v.Add(prefix+"changes", "must hold at most %d planned values", maxChangedFields)
+		return
+	}
+	seen := map[string]bool{}
+	for j, c := range changes {
+		f := fmt.Sprintf("%schanges[%d].", prefix, j)
+		checkPointer(v, f+"field", c.Field)
+		if seen[c.Field] {
+			v.Add(f+"field", "names a field an earlier change names")
+		}
+		seen[c.Field] = true
+		switch {
+		case len(bytes.TrimSpace(c.Value)) == 0:
+			v.Add(f+"value", "is required (any JSON value, null included)")
+		case len(c.Value) > maxChangeValueBytes:
+			v.Add(f+"value", "must be at most %d bytes of JSON", maxChangeValueBytes)
+		case !json.Valid(c.Value) || bytes.Contains(c.Value, []byte(`\u0000`)):
+			v.Add(f+"value", "must be JSON without the NUL character (\\u0000)")
+		}
+	}
+}
+
+// compactChanges returns resources with their planned values re-encoded
+// compactly (numbers kept exactly), for storage and comparison.
+func compactChanges(resources []ResourceRef) []ResourceRef {
+	for i := range resources {
+		for j, c := range resources[i].Changes {
+			var b bytes.Buffer
+			if json.Compact(&b, c.Value) == nil {
+				resources[i].Changes[j].Value = b.Bytes()
 			}
 		}
 	}
+	return resources
+}
+
+// ValueMasker says whether the masker would mask a value at a field of an
+// object of a kind (internal/mask holds the rule): such planned values are
+// dropped at input, and such live and Git values never leave the server.
+type ValueMasker interface {
+	MasksValue(group, kind, pointer string, value json.RawMessage) bool
+}
+
+// DropMaskedChanges removes the planned values m would mask, keeping their
+// fields as changed (changed_fields), so a secret is never stored or
+// echoed. A nil m drops nothing.
+func DropMaskedChanges(resources []ResourceRef, m ValueMasker) []ResourceRef {
+	if m == nil {
+		return resources
+	}
+	for i, r := range resources {
+		kept := r.Changes[:0:0]
+		for _, c := range r.Changes {
+			if !m.MasksValue(r.Group, r.Kind, c.Field, c.Value) {
+				kept = append(kept, c)
+				continue
+			}
+			if !slices.Contains(r.ChangedFields, c.Field) {
+				r.ChangedFields = append(slices.Clone(r.ChangedFields), c.Field)
+			}
+		}
+		r.Changes = kept
+		if len(kept) == 0 {
+			r.Changes = nil
+		}
+		resources[i] = r
+	}
+	return resources
 }
 
 // badPointerEscape reports a "~" not followed by 0 or 1 (RFC 6901).

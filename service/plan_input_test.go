@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -103,5 +104,34 @@ func TestNumericFits(t *testing.T) {
 		if got := numericFits(lit); got != want {
 			t.Errorf("numericFits(%s) = %v, want %v", lit, got, want)
 		}
+	}
+}
+
+// maskKeys masks planned values of fields under /data (a stand-in for the
+// masker's rule, which internal/mask tests).
+type maskKeys struct{}
+
+func (maskKeys) MasksValue(_, _, pointer string, _ json.RawMessage) bool {
+	return strings.HasPrefix(pointer, "/data/")
+}
+
+// TestDropMaskedChanges checks that a masked planned value is dropped and
+// its field kept as changed (once), and that Changed joins both lists.
+func TestDropMaskedChanges(t *testing.T) {
+	in := []ResourceRef{{Kind: "Secret", Name: "db", ChangedFields: []string{"/data/a"},
+		Changes: []FieldChange{{Field: "/data/a", Value: json.RawMessage(`"x"`)}, {Field: "/data/b", Value: json.RawMessage(`"y"`)},
+			{Field: "/metadata/labels/l", Value: json.RawMessage(`"v"`)}}}}
+	out := DropMaskedChanges(in, maskKeys{})
+	if got := out[0].ChangedFields; !slices.Equal(got, []string{"/data/a", "/data/b"}) {
+		t.Errorf("changed_fields %v", got)
+	}
+	if len(out[0].Changes) != 1 || out[0].Changes[0].Field != "/metadata/labels/l" {
+		t.Errorf("changes %+v", out[0].Changes)
+	}
+	if got := out[0].Changed(); !slices.Equal(got, []string{"/data/a", "/data/b", "/metadata/labels/l"}) {
+		t.Errorf("Changed() = %v", got)
+	}
+	if got := DropMaskedChanges([]ResourceRef{{Kind: "Secret", Changes: []FieldChange{{Field: "/data/a"}}}}, nil); len(got[0].Changes) != 1 {
+		t.Errorf("a nil masker dropped %+v", got)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,14 +125,27 @@ func insertResources(ctx context.Context, tx pgx.Tx, np service.NewPlan) error {
 		if changed == nil {
 			changed = []string{}
 		}
+		changes, err := changesColumn(r.Changes)
+		if err != nil {
+			return err
+		}
 		rows[i] = []any{p.TeamID, p.ID, int16(i), p.ClusterID, r.Group, r.Kind, strings.ToLower(r.Kind), r.Namespace, r.Name,
-			changed, j.group, j.kind, j.namespace, j.appNamespace, j.appName}
+			changed, changes, j.group, j.kind, j.namespace, j.appNamespace, j.appName}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"plan_resources"},
 		[]string{"team_id", "plan_id", "position", "cluster_id", "api_group", "kind", "kind_lower", "namespace", "name",
-			"changed_fields", "match_group", "match_kind", "match_namespace", "app_namespace", "app_name"},
+			"changed_fields", "changes", "match_group", "match_kind", "match_namespace", "app_namespace", "app_name"},
 		pgx.CopyFromRows(rows))
 	return err
+}
+
+// changesColumn encodes a resource's planned values for the jsonb column.
+func changesColumn(changes []service.FieldChange) (string, error) {
+	if changes == nil {
+		changes = []service.FieldChange{}
+	}
+	b, err := json.Marshal(changes)
+	return string(b), err
 }
 
 // joinColumns are a resource's history join columns in plan_resources.
@@ -226,16 +240,23 @@ func loadResources(ctx context.Context, q querier, teamID string, plans []servic
 		index[plans[i].ID] = i
 		plans[i].Resources = []service.ResourceRef{}
 	}
-	rows, _ := q.Query(ctx, `SELECT plan_id::text, api_group, kind, namespace, name, changed_fields FROM plan_resources
+	rows, _ := q.Query(ctx, `SELECT plan_id::text, api_group, kind, namespace, name, changed_fields, changes FROM plan_resources
 		WHERE team_id = $1 AND plan_id = ANY($2::uuid[]) ORDER BY plan_id, position`, teamID, ids)
 	var planID string
 	var r service.ResourceRef
-	_, err := pgx.ForEachRow(rows, []any{&planID, &r.Group, &r.Kind, &r.Namespace, &r.Name, &r.ChangedFields}, func() error {
+	var changes []byte
+	_, err := pgx.ForEachRow(rows, []any{&planID, &r.Group, &r.Kind, &r.Namespace, &r.Name, &r.ChangedFields, &changes}, func() error {
 		i := index[planID]
 		row := r
 		row.ChangedFields = nil
 		if len(r.ChangedFields) > 0 {
 			row.ChangedFields = slices.Clone(r.ChangedFields)
+		}
+		if err := json.Unmarshal(changes, &row.Changes); err != nil {
+			return fmt.Errorf("plan %s: planned values: %w", planID, err)
+		}
+		if len(row.Changes) == 0 {
+			row.Changes = nil
 		}
 		plans[i].Resources = append(plans[i].Resources, row)
 		return nil

@@ -40,7 +40,7 @@ type managed struct {
 func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, a apps) (managed, bool) {
 	res := managed{OwnershipResource: service.OwnershipResource{Group: i.Group, Kind: i.Kind, Name: i.Name, Namespace: i.Namespace}}
 	s := a.settings()
-	t := argocd.Target{Group: i.Group, Kind: i.Kind, Namespace: i.Namespace, Name: i.Name, Changed: ref.ChangedFields,
+	t := argocd.Target{Group: i.Group, Kind: i.Kind, Namespace: i.Namespace, Name: i.Name, Changed: ref.Changed(),
 		NarrowByGit: service.GitNarrowingAllowed(ref.Tool), LastApplied: i.Annotations[lastAppliedAnnotation],
 		ManagedFields: i.ManagedFields}
 	reason := "not_tracked"
