@@ -164,7 +164,11 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache) se
 	if !ok {
 		objects = failingReader{}
 	}
-	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now}
+	masker, err := mask.New()
+	if err != nil {
+		panic(err) // gitleaks' built-in rules: never fails
+	}
+	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now, Masker: masker}
 }
 
 // mustAccessReviews builds can-i on reader when it can ask clusters.

@@ -98,3 +98,24 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestOwnershipFieldPreviews checks each changed field's live and planned
+// values on the real API server's web Deployment: replicas and image read
+// from the cluster, a field that does not exist has no live value, a field
+// named without a value has no planned one.
+func TestOwnershipFieldPreviews(t *testing.T) {
+	a := newArgoAPI(t)
+	o := a.ownership(t, "prod-eks", nil, ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "web",
+		"changed_fields": []string{"/spec/paused"},
+		"changes": []map[string]any{{"field": "/spec/replicas", "value": 3},
+			{"field": "/spec/template/spec/containers/0/image", "value": "nginx:1.28"}}})
+	if o.ArgoCD == nil || len(o.ArgoCD.Resources) != 1 {
+		t.Fatalf("argocd = %s", mustJSON(t, o.ArgoCD))
+	}
+	got := mustJSON(t, o.ArgoCD.Resources[0].Fields)
+	want := `[{"field":"/spec/paused"},{"field":"/spec/replicas","live":1,"planned":3},` +
+		`{"field":"/spec/template/spec/containers/0/image","live":"nginx:1.27","planned":"nginx:1.28"}]`
+	if got != want {
+		t.Errorf("fields\n got %s\nwant %s", got, want)
+	}
+}

@@ -70,7 +70,44 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		if l := Level(str(row, "level")); l.Valid() {
 			res.Level = l
 		}
+		res.Fields = fieldsFromPayload(row["fields"])
 		w.Resources = append(w.Resources, res)
 	}
 	return w
+}
+
+// fieldsFromPayload reads a resource row's fields whatever their shape:
+// rows that are not objects or name no field are dropped; a masked row
+// keeps no value.
+func fieldsFromPayload(v any) []FieldPreview {
+	rows, _ := v.([]any)
+	var out []FieldPreview
+	for _, r := range rows {
+		row, ok := r.(map[string]any)
+		field, _ := row["field"].(string)
+		if !ok || field == "" {
+			continue
+		}
+		f := FieldPreview{Field: field}
+		f.Masked, _ = row["masked"].(bool)
+		if !f.Masked {
+			f.Live = rawValue(row, "live")
+			f.Planned = rawValue(row, "planned")
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// rawValue re-encodes a decoded JSON value (nil when absent).
+func rawValue(row map[string]any, key string) json.RawMessage {
+	v, ok := row[key]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }

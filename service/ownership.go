@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -16,6 +17,10 @@ type ObjectInfo struct {
 	Annotations, Labels map[string]string
 	// ManagedFields are the object's metadata.managedFields.
 	ManagedFields []ManagedFieldsEntry
+	// Object is the object's content for the values of changed fields
+	// (issue 22): metadata.managedFields left out, and a Secret's data and
+	// stringData never read into it.
+	Object map[string]any
 }
 
 // ManagedFieldsEntry is one metadata.managedFields entry.
@@ -62,6 +67,22 @@ type OwnershipResource struct {
 	LevelCause string `json:"level_cause,omitempty"`
 	Level      Level  `json:"level"`
 	Reason     string `json:"reason"`
+	// Fields are the changed fields, each with the value in the cluster
+	// now and the planned one (issue 22).
+	Fields []FieldPreview `json:"fields,omitempty"`
+}
+
+// FieldPreview is one changed field of a managed resource: what the
+// cluster holds now and what the change plans. A field whose value the
+// masker would mask (a Secret's data or stringData included) carries
+// Masked instead of values.
+type FieldPreview struct {
+	Field string `json:"field"`
+	// Live is the value in the cluster now; absent when the field does not exist.
+	Live json.RawMessage `json:"live,omitempty"`
+	// Planned is the change's value; absent when the plan gave none.
+	Planned json.RawMessage `json:"planned,omitempty"`
+	Masked  bool            `json:"masked,omitempty"`
 }
 
 // Bases of a managed resource: the tracking annotation verified against

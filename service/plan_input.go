@@ -174,7 +174,13 @@ func compactChanges(resources []ResourceRef) []ResourceRef {
 // object of a kind (internal/mask holds the rule): such planned values are
 // dropped at input, and such live and Git values never leave the server.
 type ValueMasker interface {
+	// MasksValue judges a planned value alone, at input.
 	MasksValue(group, kind, pointer string, value json.RawMessage) bool
+	// MasksField judges a field in its object (a live object as JSON):
+	// whether masking the object — with value placed at pointer when value
+	// is not nil — masks anything at or under pointer. Something it cannot
+	// judge counts as masked.
+	MasksField(object json.RawMessage, pointer string, value json.RawMessage) bool
 }
 
 // DropMaskedChanges removes the planned values m would mask, keeping their

@@ -115,6 +115,10 @@ func (maskKeys) MasksValue(_, _, pointer string, _ json.RawMessage) bool {
 	return strings.HasPrefix(pointer, "/data/")
 }
 
+func (maskKeys) MasksField(_ json.RawMessage, pointer string, _ json.RawMessage) bool {
+	return strings.HasPrefix(pointer, "/data/")
+}
+
 // TestDropMaskedChanges checks that a masked planned value is dropped and
 // its field kept as changed (once), and that Changed joins both lists.
 func TestDropMaskedChanges(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kukie/gitops-server/internal/mask"
 	"github.com/kukie/gitops-server/internal/render"
 	"github.com/kukie/gitops-server/migrations"
 	"github.com/kukie/gitops-server/service"
@@ -142,11 +141,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer work.stop(cfg.ShutdownTimeout, log) // after the servers drain, before the pool closes
-	masker, err := mask.New()                 // drops planned values it would mask (plans and ownership)
-	if err != nil {
-		return err
-	}
-	argo := &service.ArgoCD{Clusters: db, Cache: reading.snapshots, Detector: reading.detector, Plans: db, Masker: masker}
+	argo := &service.ArgoCD{Clusters: db, Cache: reading.snapshots, Detector: reading.detector, Plans: db, Masker: reading.masker}
 	repoView, repos, err := newRepoView(ctx, cfg, db, argo, reading.reader, renderLimits, obs.reg, log)
 	if err != nil {
 		return err

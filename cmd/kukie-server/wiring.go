@@ -20,6 +20,7 @@ import (
 	"github.com/kukie/gitops-server/internal/gitrepo"
 	"github.com/kukie/gitops-server/internal/jwtauth"
 	"github.com/kukie/gitops-server/internal/kube"
+	"github.com/kukie/gitops-server/internal/mask"
 	"github.com/kukie/gitops-server/internal/ownership"
 	"github.com/kukie/gitops-server/internal/render"
 	"github.com/kukie/gitops-server/migrations"
@@ -108,6 +109,7 @@ type clusterReading struct {
 	snapshots *service.SnapshotCache
 	detector  *ownership.Detector
 	reviews   *service.AccessReviews
+	masker    *mask.Masker
 }
 
 // newClusterReading registers the static clusters, then builds the reader
@@ -146,9 +148,14 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	}
 	listenCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go shared.Listen(listenCtx, snapshots.Invalidate)
+	masker, err := mask.New() // which changed fields' values may be shown; planned values it would mask are dropped
+	if err != nil {
+		stop()
+		return clusterReading{}, nil, err
+	}
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
-		Log: slog.New(api.RequestLogHandler(log.Handler()))}
-	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews}, stop, nil
+		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker}
+	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker}, stop, nil
 }
 
 // registerStaticClusters stores KUKIE_STATIC_CLUSTERS_FILE's clusters and

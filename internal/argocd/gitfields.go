@@ -72,26 +72,8 @@ func (g gitFields) sets(pointer string) bool {
 	return setInDocument(g.lastApplied, tokens)
 }
 
-// splitPointer splits an RFC 6901 JSON pointer into unescaped tokens ("~1"
-// is "/", "~0" is "~"); "" is the whole document.
-func splitPointer(p string) ([]string, bool) {
-	if p == "" {
-		return nil, true
-	}
-	if p[0] != '/' {
-		return nil, false
-	}
-	tokens := strings.Split(p[1:], "/")
-	for i, t := range tokens {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 == len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-				return nil, false
-			}
-		}
-		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return tokens, true
-}
+// splitPointer is service.SplitPointer, the one reading of pointers.
+func splitPointer(p string) ([]string, bool) { return service.SplitPointer(p) }
 
 // setInDocument reports whether a JSON document sets the field: it exists
 // (and with it its descendants), or a proper prefix of it is a list or a

@@ -67,7 +67,23 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 	info.Found = true
 	info.Annotations, info.Labels = obj.GetAnnotations(), obj.GetLabels()
 	info.ManagedFields = managedFields(obj.GetManagedFields())
+	info.Object = content(obj, gvk)
 	return info, nil
+}
+
+// content is what detection may show of an object's fields: the object
+// without metadata.managedFields and the last-applied annotation (read
+// apart, never shown), and without a Secret's data and stringData, which
+// are never kept.
+func content(obj *unstructured.Unstructured, gvk schema.GroupVersionKind) map[string]any {
+	out := obj.DeepCopy().Object
+	unstructured.RemoveNestedField(out, "metadata", "managedFields")
+	unstructured.RemoveNestedField(out, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration")
+	if gvk.Group == "" && gvk.Kind == "Secret" {
+		delete(out, "data")
+		delete(out, "stringData")
+	}
+	return out
 }
 
 // managedFields copies an object's metadata.managedFields: who wrote which

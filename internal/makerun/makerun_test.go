@@ -94,6 +94,7 @@ func checkAnswers(t *testing.T, answers map[string]string) {
 	want := []struct{ sayPrefix, contains string }{
 		{"self_heal:", `"level":"self_heal"`},
 		{"self_heal:", "곧 ArgoCD가 되돌려요"},
+		{"self_heal:", `"live":"nginx:1.27","planned":"nginx:1.28"`},
 		{"not_reverted:", `"level":"not_reverted"`},
 		{"auto_sync:", `"level":"auto_sync"`},
 		{"manual:", `"level":"manual"`},

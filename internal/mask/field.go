@@ -6,52 +6,91 @@ import (
 	"strconv"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/kukie/gitops-server/service"
 )
 
 var _ service.ValueMasker = (*Masker)(nil)
 
 // MasksValue reports whether the masker would mask value at pointer in an
-// object of group and kind: it masks a one-object manifest holding just
-// that value there (a Secret's data, a key named like a password, a value
-// shaped like a token) and looks whether anything was masked. It is the
-// masker's own rule, not a second copy of it. Anything it cannot place
-// (a bad pointer, a value that is not JSON) counts as masked.
+// object of group and kind, judged alone: it masks a one-object manifest
+// holding just that value there (a Secret's data, a key named like a
+// password, a value shaped like a token). It is the masker's own rule, not
+// a second copy of it. What it cannot place (a bad pointer, a value that
+// is not JSON) counts as masked.
 func (m *Masker) MasksValue(group, kind, pointer string, value json.RawMessage) bool {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return true
-	}
 	apiVersion := "v1"
 	if group != "" {
 		apiVersion = group + "/v1"
 	}
 	doc := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "planned"}}
-	if !place(doc, pointer, v) {
+	b, err := json.Marshal(doc)
+	if err != nil {
 		return true
+	}
+	return m.MasksField(b, pointer, value)
+}
+
+// MasksField reports whether masking object (JSON) — with value placed at
+// pointer first when value is not nil — masks anything at or under
+// pointer: in its object, a value is judged with its neighbours (an env
+// entry named DB_PASSWORD masks its value). What it cannot judge counts as
+// masked.
+func (m *Masker) MasksField(object json.RawMessage, pointer string, value json.RawMessage) bool {
+	var doc any
+	if decodeJSON(object, &doc) != nil {
+		return true
+	}
+	tokens, ok := service.SplitPointer(pointer)
+	if !ok || len(tokens) == 0 {
+		return true
+	}
+	if value != nil {
+		var v any
+		if decodeJSON(value, &v) != nil || !place(doc, tokens, v) {
+			return true
+		}
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return true
 	}
-	return m.Manifests(b).Masked > 0
-}
-
-// place sets the value at a JSON pointer in doc, creating what is missing:
-// a token of digits under a missing parent makes a list long enough to
-// hold that index (up to 256), anything else a mapping.
-func place(doc map[string]any, pointer string, v any) bool {
-	tokens, ok := pointerTokens(pointer)
-	if !ok || len(tokens) == 0 {
+	res := m.Manifests(b)
+	if res.Masked == 0 {
 		return false
 	}
-	var parent any = doc
+	var masked any
+	if yaml.Unmarshal(res.Content, &masked) != nil {
+		return true
+	}
+	at, ok := service.LookupPointer(masked, tokens)
+	if !ok {
+		_, existed := service.LookupPointer(doc, tokens)
+		return existed // gone from the masked document: masked above it
+	}
+	return holdsMarker(at)
+}
+
+func decodeJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// place sets v at the pointer's tokens in doc, descending into what exists
+// and creating what is missing: a token of digits under a missing parent
+// makes a list long enough to hold that index (up to 256), anything else a
+// mapping. An index outside an existing list cannot be placed.
+func place(doc any, tokens []string, v any) bool {
+	parent := doc
 	for i, tok := range tokens {
-		last := i == len(tokens)-1
-		var next any = map[string]any{}
-		if !last {
+		if i == len(tokens)-1 {
+			return set(parent, tok, v)
+		}
+		next, ok := child(parent, tok)
+		if !ok {
+			next = map[string]any{}
 			if n, err := strconv.Atoi(tokens[i+1]); err == nil && n >= 0 && n < 256 {
 				list := make([]any, n+1)
 				for j := range list {
@@ -59,34 +98,63 @@ func place(doc map[string]any, pointer string, v any) bool {
 				}
 				next = list
 			}
-		} else {
-			next = v
-		}
-		switch p := parent.(type) {
-		case map[string]any:
-			p[tok] = next
-		case []any:
-			n, err := strconv.Atoi(tok)
-			if err != nil || n < 0 || n >= len(p) {
+			if !set(parent, tok, next) {
 				return false
 			}
-			p[n] = next
-		default:
-			return false
 		}
 		parent = next
 	}
 	return true
 }
 
-// pointerTokens splits an RFC 6901 pointer into its unescaped tokens.
-func pointerTokens(pointer string) ([]string, bool) {
-	if !strings.HasPrefix(pointer, "/") {
-		return nil, false
+func set(parent any, tok string, v any) bool {
+	switch p := parent.(type) {
+	case map[string]any:
+		p[tok] = v
+		return true
+	case []any:
+		n, err := strconv.Atoi(tok)
+		if err != nil || n < 0 || n >= len(p) {
+			return false
+		}
+		p[n] = v
+		return true
 	}
-	parts := strings.Split(pointer[1:], "/")
-	for i, p := range parts {
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	return false
+}
+
+func child(parent any, tok string) (any, bool) {
+	switch p := parent.(type) {
+	case map[string]any:
+		v, ok := p[tok]
+		return v, ok && v != nil
+	case []any:
+		n, err := strconv.Atoi(tok)
+		if err != nil || n < 0 || n >= len(p) {
+			return nil, false
+		}
+		return p[n], true
 	}
-	return parts, true
+	return nil, false
+}
+
+// holdsMarker reports whether v is, or holds, the masking marker.
+func holdsMarker(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, Marker)
+	case map[string]any:
+		for k, e := range t {
+			if strings.Contains(k, Marker) || holdsMarker(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if holdsMarker(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -25,6 +25,8 @@ type Detector struct {
 	// Log receives the detail of failed reads (clients see only a reason
 	// and a sentence); nil discards it.
 	Log *slog.Logger
+	// Masker judges which changed fields' values may be shown (nil: none).
+	Masker service.ValueMasker
 }
 
 var _ service.OwnershipDetector = (*Detector)(nil)
@@ -216,6 +218,7 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 		return managed{}, false
 	}
 	resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
+	res.Fields = fieldPreviews(d.Masker, t.ref, i)
 	out.Notes = append(out.Notes, note(lang, res.OwnershipResource))
 	return res, true
 }
