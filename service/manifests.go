@@ -178,7 +178,7 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		e := rendered[0].Error
 		code := EVALIDATION
 		switch e.Code {
-		case ReasonRepoNotConnected:
+		case ReasonRepoNotConnected, ReasonRepoMismatch:
 			code = ECONFLICT
 		case ReasonRepoUnreachable:
 			code = EUPSTREAM
@@ -267,7 +267,7 @@ func (s *RepoView) sourceFiles(ctx context.Context, c Cluster, src AppSource, co
 		}
 	} else {
 		if NormalizeRepoURL(src.RepoURL) != NormalizeRepoURL(c.GitOpsRepo) {
-			return fail(ReasonRepoNotConnected, "The source's repository is not the one connected to this cluster: connect it to see its YAML.")
+			return fail(ReasonRepoMismatch, "The source's repository is not the one connected to this cluster: connect it to see its YAML.")
 		}
 		files, commit, err = s.treeAt(ctx, c, src.TargetRevision, commit)
 	}

@@ -131,8 +131,8 @@ func TestManifests(t *testing.T) {
 		m.Sources[1].Error.Code != ReasonRenderFailed || m.Sources[1].Commit != "def" {
 		t.Errorf("multi = %+v, %v", m, err)
 	}
-	// A Git source of another repository: repo_not_connected (409).
-	if _, err := view.Manifests(ctx, p, "c1", "elsewhere"); ErrorReason(err) != ReasonRepoNotConnected || ErrorCode(err) != ECONFLICT {
+	// A Git source of another repository: repo_mismatch (409).
+	if _, err := view.Manifests(ctx, p, "c1", "elsewhere"); ErrorReason(err) != ReasonRepoMismatch || ErrorCode(err) != ECONFLICT {
 		t.Errorf("other repository: %v", err)
 	}
 	a, err := view.ManifestsTool(ctx, p, "c1", "multi", "en")

@@ -83,6 +83,41 @@ type FieldPreview struct {
 	// Planned is the change's value; absent when the plan gave none.
 	Planned json.RawMessage `json:"planned,omitempty"`
 	Masked  bool            `json:"masked,omitempty"`
+	// Git is what the app's desired state in Git says of the field: the
+	// value Argo CD will put back, and where Git sets it.
+	Git *GitValue `json:"git,omitempty"`
+}
+
+// States of a field in Git (GitValue.State).
+const (
+	GitSet         = "set"         // the desired manifest sets the field: Value is what Argo CD puts back
+	GitUnset       = "unset"       // the desired manifest does not set it
+	GitPending     = "pending"     // not known within the detection budget
+	GitUnavailable = "unavailable" // Reason says why
+)
+
+// GitValue is a field's desired state in Git.
+type GitValue struct {
+	State  string          `json:"state"`
+	Value  json.RawMessage `json:"value,omitempty"`
+	Reason Reason          `json:"reason,omitempty"`
+	Source *GitSource      `json:"source,omitempty"`
+}
+
+// GitSource is where Git sets a field: the file and the 1-based line of
+// the key that sets it, at the revision Argo CD compares against, and how
+// (Via: manifest for a plain YAML file).
+type GitSource struct {
+	Revision string `json:"revision"`
+	Path     string `json:"path"`
+	Line     int    `json:"line"`
+	Via      string `json:"via"`
+}
+
+// GitLocator finds where the desired state of a managed object's app sets
+// each changed field (internal/gitpreview), filling FieldPreview.Git.
+type GitLocator interface {
+	Locate(ctx context.Context, c Cluster, app Application, obj ObjectInfo, fields []FieldPreview) []FieldPreview
 }
 
 // Bases of a managed resource: the tracking annotation verified against
@@ -111,7 +146,7 @@ func ValidBasis(b string) bool {
 // ValidCause reports whether c is one of the Cause* values.
 func ValidCause(c string) bool {
 	switch c {
-	case CauseSkipReconcile, CauseIgnoreDifferences, CauseNotInGit, CauseSelfHealPaused, CausePolicyUnreadable, CausePolicy:
+	case CauseSkipReconcile, CauseIgnoreDifferences, CauseNotInGit, CauseMatchesGit, CauseSelfHealPaused, CausePolicyUnreadable, CausePolicy:
 		return true
 	}
 	return false
@@ -142,6 +177,7 @@ const (
 	CauseSkipReconcile     = "skip_reconcile"
 	CauseIgnoreDifferences = "ignore_differences"
 	CauseNotInGit          = "not_in_git"
+	CauseMatchesGit        = "matches_git"
 	CauseSelfHealPaused    = "self_heal_paused"
 	CausePolicyUnreadable  = "policy_unreadable"
 	CausePolicy            = "policy"

@@ -63,6 +63,15 @@ const (
 	ReasonPathNotFound          Reason = "path_not_found"
 	ReasonRenderFailed          Reason = "render_failed"
 	ReasonSourceTypeUnsupported Reason = "source_type_unsupported"
+	// ReasonRepoMismatch: the app's source is not the repository connected
+	// to the cluster (one is connected).
+	ReasonRepoMismatch Reason = "repo_mismatch"
+	// ReasonObjectNotRendered: the app's desired manifests hold no object
+	// of the resource's kind, namespace and name.
+	ReasonObjectNotRendered Reason = "object_not_rendered"
+	// ReasonMultiSourceUnsupported: the revert preview does not trace apps
+	// with several sources.
+	ReasonMultiSourceUnsupported Reason = "multi_source_unsupported"
 	// ReasonRenderBusy is a source's error (and a single-source answer's
 	// 503 problem) when its render waited longer than the queue timeout
 	// for a slot.

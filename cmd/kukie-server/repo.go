@@ -31,44 +31,57 @@ const (
 	gitFetchTimeout = 2 * time.Minute
 )
 
-// newRepoView builds the repo tab: Git and Helm repositories through the
-// one guarded dialer (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS), the stored credentials opened with
-// KUKIE_SECRET_KEYS, secret masking, and renders in a child process of
-// this binary (`kukie-server render`) under limits, in the sandbox
-// KUKIE_RENDER_SANDBOX finds at start.
-func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions,
-	limits render.Limits, reg prometheus.Registerer, log *slog.Logger) (*service.RepoView, *gitrepo.ClusterRepos, error) {
+// repoParts reach connected repositories: one guarded dialer
+// (KUKIE_GIT_ALLOWED_PRIVATE_HOSTS) and the fetcher with the stored
+// credentials opened with KUKIE_SECRET_KEYS. They are built before the
+// cluster reading: ownership detection's revert preview reads Git through
+// them, as the repo tab does.
+type repoParts struct {
+	guard *netguard.Guard
+	repos *gitrepo.ClusterRepos
+}
+
+func newRepoParts(cfg config, db *store.DB, log *slog.Logger) (repoParts, error) {
 	guard, err := netguard.New(cfg.GitAllowedPrivateHosts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
-	}
-	masker, err := mask.New()
-	if err != nil {
-		return nil, nil, err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("find the server's own binary for renders: %w", err)
-	}
-	if limits.Sandbox, err = renderSandbox(ctx, cfg.RenderSandbox, exe, limits, log); err != nil {
-		return nil, nil, err
+		return repoParts{}, fmt.Errorf("KUKIE_GIT_ALLOWED_PRIVATE_HOSTS: %w", err)
 	}
 	fetcher := gitrepo.New(gitrepo.Options{HTTPClient: guard.HTTPClient(gitFetchTimeout), DialSSH: guard.DialContext,
 		CacheDir: cfg.RepoCacheDir, CacheBytes: cfg.RepoCacheBytes, MaxFetchBytes: cfg.RepoMaxFetchBytes, Logger: log})
 	if err := fetcher.CacheDirErr(); err != nil {
-		return nil, nil, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
+		return repoParts{}, fmt.Errorf("KUKIE_REPO_CACHE_DIR: %w", err)
 	}
 	repos := &gitrepo.ClusterRepos{Fetcher: fetcher, Auth: storedRepoAuth(db, cfg.SecretKeys),
 		WithTeam: netguard.NewContextWithTeam, TeamOnly: guard.TeamOnly}
-	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: repos, Masker: mask.ForService{M: masker},
-		Charts:         helmrepo.New(guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
+	return repoParts{guard: guard, repos: repos}, nil
+}
+
+// newRepoView builds the repo tab on parts: secret masking, Helm
+// repositories through the same guarded dialer, and renders in a child
+// process of this binary (`kukie-server render`) under limits, in the
+// sandbox KUKIE_RENDER_SANDBOX finds at start.
+func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions,
+	limits render.Limits, parts repoParts, reg prometheus.Registerer, log *slog.Logger) (*service.RepoView, error) {
+	masker, err := mask.New()
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the server's own binary for renders: %w", err)
+	}
+	if limits.Sandbox, err = renderSandbox(ctx, cfg.RenderSandbox, exe, limits, log); err != nil {
+		return nil, err
+	}
+	view := &service.RepoView{Clusters: db, ArgoCD: argo, Fetcher: parts.repos, Masker: mask.ForService{M: masker},
+		Charts:         helmrepo.New(parts.guard.HTTPClient(gitFetchTimeout), helmrepo.Options{}),
 		Versions:       versions,
 		Renderer:       render.ChildRenderer{Binary: exe, Limits: limits},
 		ManifestMasker: mask.ForService{M: masker},
 		Queue: service.NewRenderQueue(cfg.RenderConcurrency, cfg.RenderQueueTimeout,
 			service.RenderQueueOptions{Metrics: newRenderMetrics(reg)}),
 		RenderCacheBytes: cfg.RenderCacheBytes}
-	return view, repos, nil
+	return view, nil
 }
 
 // storedRepoAuth opens a cluster's stored repository credentials (none

@@ -131,7 +131,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	reading, stopReading, err := newClusterReading(ctx, cfg, db, awsParts, obs, log)
+	repoParts, err := newRepoParts(cfg, db, log)
+	if err != nil {
+		return err
+	}
+	reading, stopReading, err := newClusterReading(ctx, cfg, db, awsParts, repoParts.repos, obs, log)
 	if err != nil {
 		return err
 	}
@@ -142,10 +146,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	defer work.stop(cfg.ShutdownTimeout, log) // after the servers drain, before the pool closes
 	argo := &service.ArgoCD{Clusters: db, Cache: reading.snapshots, Detector: reading.detector, Plans: db, Masker: reading.masker}
-	repoView, repos, err := newRepoView(ctx, cfg, db, argo, reading.reader, renderLimits, obs.reg, log)
+	repoView, err := newRepoView(ctx, cfg, db, argo, reading.reader, renderLimits, repoParts, obs.reg, log)
 	if err != nil {
 		return err
 	}
+	repos := repoParts.repos
 	var draining atomic.Bool
 	public := newPublicHandler(cfg, db, verifier, reading, work, argo, repoView, repos, awsParts, obs, log)
 	admin := newAdminHandler(db, obs.reg, &draining)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kukie/gitops-server/api"
 	"github.com/kukie/gitops-server/eksaccess"
+	"github.com/kukie/gitops-server/internal/gitpreview"
 	"github.com/kukie/gitops-server/internal/gitrepo"
 	"github.com/kukie/gitops-server/internal/jwtauth"
 	"github.com/kukie/gitops-server/internal/kube"
@@ -117,7 +118,8 @@ type clusterReading struct {
 // PostgreSQL (a cluster is read once per window by all of them together;
 // notifications of written rows end waits early and drop older local
 // copies until stop).
-func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts, obs observers, log *slog.Logger) (clusterReading, func(), error) {
+func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts, repos service.RepoFetcher, obs observers,
+	log *slog.Logger) (clusterReading, func(), error) {
 	static, err := registerStaticClusters(ctx, cfg, db, log)
 	if err != nil {
 		return clusterReading{}, nil, err
@@ -154,7 +156,8 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 		return clusterReading{}, nil, err
 	}
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
-		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker}
+		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker,
+		Git: &gitpreview.Locator{Fetcher: repos, Masker: masker}}
 	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker}, stop, nil
 }
 

@@ -27,6 +27,9 @@ type Detector struct {
 	Log *slog.Logger
 	// Masker judges which changed fields' values may be shown (nil: none).
 	Masker service.ValueMasker
+	// Git finds where the app's desired state sets each changed field
+	// (nil: fields carry no Git part).
+	Git service.GitLocator
 }
 
 var _ service.OwnershipDetector = (*Detector)(nil)
@@ -219,6 +222,10 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 	}
 	resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
 	res.Fields = fieldPreviews(d.Masker, t.ref, i)
+	if d.Git != nil && res.app != nil && len(res.Fields) > 0 {
+		res.Fields = d.Git.Locate(ctx, c, *res.app, i, res.Fields)
+		res.matchesGit(t.ref)
+	}
 	out.Notes = append(out.Notes, note(lang, res.OwnershipResource))
 	return res, true
 }

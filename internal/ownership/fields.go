@@ -55,3 +55,35 @@ func secretValue(i service.ObjectInfo, tokens []string) bool {
 	}
 	return len(tokens) == 0 || slices.Contains(secretValues, tokens[0])
 }
+
+// earlierCauses come before matches_git in the precedence order: when one
+// of them decided the level, it stands.
+var earlierCauses = []string{service.CauseSkipReconcile, service.CauseIgnoreDifferences, service.CauseNotInGit}
+
+// matchesGit makes the resource not_reverted (cause matches_git) when
+// every changed field's planned value is what Git sets: the change is not
+// drift, so nothing is put back. Never for apply_manifest or
+// delete_resource, as for not_in_git.
+func (m *managed) matchesGit(ref service.ResourceRef) {
+	if !service.GitNarrowingAllowed(ref.Tool) || slices.Contains(earlierCauses, m.LevelCause) || m.Level == service.LevelNotReverted {
+		return
+	}
+	for _, f := range m.Fields {
+		if f.Masked || f.Planned == nil || f.Git == nil || f.Git.State != service.GitSet || !sameJSON(f.Planned, f.Git.Value) {
+			return
+		}
+	}
+	m.Level, m.LevelCause = service.LevelNotReverted, service.CauseMatchesGit
+	m.Reason += "; every planned value is what Git already sets, so Argo CD has nothing to put back"
+}
+
+// sameJSON compares two JSON values as values (1 and 1.0 alike).
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

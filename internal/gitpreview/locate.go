@@ -1,0 +1,213 @@
+// Package gitpreview finds, before a change, where Git sets each changed
+// field of a resource Argo CD manages (issue 22's revert preview): the
+// desired manifest at the revision Argo CD compares against
+// (status.sync.revision), the value Argo CD would put back, and the file
+// and 1-based line of the key that sets it. Plain manifests (directory
+// sources) are located; kustomize and Helm sources, and apps with several
+// sources, answer unavailable with a reason for now.
+package gitpreview
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// ViaManifest: a plain YAML file of a directory source sets the field.
+const ViaManifest = "manifest"
+
+// Locator finds fields in the connected repository.
+type Locator struct {
+	Fetcher service.RepoFetcher
+	// Masker judges Git values as it judges live ones; nil shows no value.
+	Masker service.ValueMasker
+}
+
+var _ service.GitLocator = (*Locator)(nil)
+
+// Locate fills each field's Git part for obj, managed by app on cluster c.
+// A fetch the context ends (the detection budget) is pending.
+func (l *Locator) Locate(ctx context.Context, c service.Cluster, app service.Application, obj service.ObjectInfo,
+	fields []service.FieldPreview) []service.FieldPreview {
+	src, revision, reason := source(c, app)
+	if reason != "" {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: reason})
+	}
+	files, commit, err := l.tree(ctx, c, src, revision)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return withGit(fields, service.GitValue{State: service.GitPending})
+	case err != nil:
+		reason := service.ErrorReason(err)
+		if reason == "" {
+			reason = service.ReasonRepoUnreachable
+		}
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: reason})
+	}
+	if !plainDirectory(files, src.Path) {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
+	}
+	file, doc, found := findObject(files, src, app, obj)
+	if !found {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
+	}
+	out := slices.Clone(fields)
+	for i, f := range out {
+		out[i] = l.field(f, obj, doc, service.GitSource{Revision: commit, Path: file, Via: ViaManifest})
+	}
+	return out
+}
+
+// source is the app's one Git source in the connected repository and the
+// revision Argo CD compares against, or why the preview cannot trace it.
+func source(c service.Cluster, app service.Application) (service.AppSource, string, service.Reason) {
+	switch {
+	case len(app.Sources) != 1:
+		return service.AppSource{}, "", service.ReasonMultiSourceUnsupported
+	case app.Sources[0].Chart != "":
+		return service.AppSource{}, "", service.ReasonSourceTypeUnsupported
+	case c.GitOpsRepo == "":
+		return service.AppSource{}, "", service.ReasonRepoNotConnected
+	case service.NormalizeRepoURL(app.Sources[0].RepoURL) != service.NormalizeRepoURL(c.GitOpsRepo):
+		return service.AppSource{}, "", service.ReasonRepoMismatch
+	}
+	return app.Sources[0], app.Sync.Revision, ""
+}
+
+// tree reads the source's tree at revision (its target revision resolved
+// now when Argo CD has compared none yet).
+func (l *Locator) tree(ctx context.Context, c service.Cluster, src service.AppSource, revision string) (map[string][]byte, string, error) {
+	if revision == "" {
+		var err error
+		if revision, err = l.Fetcher.Resolve(ctx, c, src.TargetRevision); err != nil {
+			return nil, "", err
+		}
+	}
+	files, err := l.Fetcher.Tree(ctx, c, src.TargetRevision, revision)
+	return files, revision, err
+}
+
+// plainDirectory reports a directory source: no kustomization and no chart
+// in the source's folder, as Argo CD's repo server decides.
+func plainDirectory(files map[string][]byte, dir string) bool {
+	for _, name := range append(service.KustomizationNames(), "Chart.yaml") {
+		if _, ok := files[path.Join(dir, name)]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// findObject finds the manifest of obj among the source's YAML files (the
+// folder's own; every level below when directory.recurse is set), in file
+// order: the file and the object's mapping node.
+func findObject(files map[string][]byte, src service.AppSource, app service.Application, obj service.ObjectInfo) (string, *yaml.Node, bool) {
+	dir := path.Clean(src.Path)
+	recurse := recursive(src.Spec)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		inside := path.Dir(name) == dir || (recurse && (dir == "." || strings.HasPrefix(name, dir+"/")))
+		if ext := strings.ToLower(path.Ext(name)); inside && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
+		for {
+			var doc yaml.Node
+			if dec.Decode(&doc) != nil {
+				break // the end, or a document that does not parse: Argo CD would fail the render
+			}
+			if len(doc.Content) == 1 && matches(doc.Content[0], app, obj) {
+				return name, doc.Content[0], true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+func recursive(spec json.RawMessage) bool {
+	var s struct {
+		Directory struct {
+			Recurse bool `json:"recurse"`
+		} `json:"directory"`
+	}
+	return json.Unmarshal(spec, &s) == nil && s.Directory.Recurse
+}
+
+// matches reports whether a manifest is obj: its group, kind and name, and
+// its namespace (the app's destination namespace when the manifest names
+// none) for a namespaced object.
+func matches(m *yaml.Node, app service.Application, obj service.ObjectInfo) bool {
+	apiVersion, kind := scalar(m, "apiVersion"), scalar(m, "kind")
+	meta := value(m, "metadata")
+	if kind != obj.Kind || meta == nil || scalar(meta, "name") != obj.Name {
+		return false
+	}
+	group := ""
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		group = g
+	}
+	if group != obj.Group {
+		return false
+	}
+	if !obj.Namespaced {
+		return true
+	}
+	ns := scalar(meta, "namespace")
+	if ns == "" {
+		ns = app.Destination.Namespace
+	}
+	return ns == obj.Namespace
+}
+
+// value is a mapping's value for key (aliases followed), nil when absent.
+func value(m *yaml.Node, key string) *yaml.Node {
+	_, v := entry(m, key)
+	return v
+}
+
+func entry(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	m = resolve(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], resolve(m.Content[i+1])
+		}
+	}
+	return nil, nil
+}
+
+func scalar(m *yaml.Node, key string) string {
+	if v := value(m, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// withGit gives every field the same Git part.
+func withGit(fields []service.FieldPreview, g service.GitValue) []service.FieldPreview {
+	out := slices.Clone(fields)
+	for i := range out {
+		g := g
+		out[i].Git = &g
+	}
+	return out
+}

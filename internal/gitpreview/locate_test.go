@@ -1,0 +1,168 @@
+package gitpreview
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kukie/gitops-server/internal/mask"
+	"github.com/kukie/gitops-server/service"
+)
+
+// trees is a fetcher of fixed trees by commit; main resolves to "c2".
+type trees map[string]map[string][]byte
+
+func (t trees) Resolve(_ context.Context, _ service.Cluster, ref string) (string, error) {
+	if ref == "main" {
+		return "c2", nil
+	}
+	return "", service.ReasonError(service.ENOTFOUND, service.ReasonRefNotFound, "no such ref")
+}
+
+func (t trees) Tree(ctx context.Context, _ service.Cluster, _, commit string) (map[string][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	files, ok := t[commit]
+	if !ok {
+		return nil, service.ReasonError(service.ENOTFOUND, service.ReasonRefNotFound, "no such commit")
+	}
+	return files, nil
+}
+
+const repo = "https://git.example.com/org/gitops.git"
+
+var deployment = `apiVersion: v1
+kind: Service
+metadata: { name: web }
+---
+# The web Deployment.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  template:
+    spec:
+      containers:
+        - name: sidecar
+          image: envoy:1.30
+        - name: web
+          image: nginx:1.27
+          env:
+            - name: MODE
+              value: fast
+            - name: DB_PASSWORD
+              value: hunter2-in-git-value
+`
+
+func fixture() (trees, service.Cluster, service.Application, service.ObjectInfo) {
+	t := trees{
+		"c1": {"apps/plain/deploy.yaml": []byte(strings.Replace(deployment, "replicas: 1", "replicas: 5", 1))},
+		"c2": {"apps/plain/deploy.yaml": []byte(deployment), "apps/plain/README.md": []byte("# web\n")},
+	}
+	c := service.Cluster{TeamID: "t", ID: "c", GitOpsRepo: repo}
+	app := service.Application{Name: "web", Sources: []service.AppSource{{RepoURL: repo + "/", Path: "apps/plain", TargetRevision: "main"}},
+		Destination: service.AppDestination{Namespace: "shop"}, Sync: service.AppSync{Revision: "c1"}}
+	// The live list holds web first: index 0 names the container called web.
+	obj := service.ObjectInfo{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Namespaced: true,
+		Object: map[string]any{"spec": map[string]any{"replicas": int64(2), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{
+				map[string]any{"name": "web", "image": "nginx:1.26", "env": []any{
+					map[string]any{"name": "DB_PASSWORD", "value": "live"}, map[string]any{"name": "MODE", "value": "slow"}}},
+				map[string]any{"name": "sidecar", "image": "envoy:1.30"}}}}}}}
+	return t, c, app, obj
+}
+
+func mustMasker(t *testing.T) *mask.Masker {
+	t.Helper()
+	m, err := mask.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestLocatePlainManifest checks the Git part of each field on a plain
+// manifest at the compared revision (c1, not the branch head c2): the value
+// and the line of the key, list items matched by their merge key, unset
+// fields, and masking of a value the masker masks in Git.
+func TestLocatePlainManifest(t *testing.T) {
+	tr, c, app, obj := fixture()
+	l := &Locator{Fetcher: tr, Masker: mustMasker(t)}
+	fields := []service.FieldPreview{
+		{Field: "/spec/replicas", Live: json.RawMessage(`2`), Planned: json.RawMessage(`3`)},
+		{Field: "/spec/template/spec/containers/0/image", Live: json.RawMessage(`"nginx:1.26"`)},
+		{Field: "/spec/template/spec/containers/0/env/1/value", Live: json.RawMessage(`"slow"`)},
+		{Field: "/spec/template/spec/containers/0/env/0/value"},
+		{Field: "/spec/paused"},
+	}
+	got := l.Locate(context.Background(), c, app, obj, fields)
+	want := []string{
+		`{"field":"/spec/replicas","live":2,"planned":3,"git":{"state":"set","value":5,"source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":11,"via":"manifest"}}}`,
+		`{"field":"/spec/template/spec/containers/0/image","live":"nginx:1.26","git":{"state":"set","value":"nginx:1.27","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":18,"via":"manifest"}}}`,
+		`{"field":"/spec/template/spec/containers/0/env/1/value","live":"slow","git":{"state":"set","value":"fast","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":21,"via":"manifest"}}}`,
+		`{"field":"/spec/template/spec/containers/0/env/0/value","masked":true,"git":{"state":"set","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":23,"via":"manifest"}}}`,
+		`{"field":"/spec/paused","git":{"state":"unset"}}`,
+	}
+	for i, f := range got {
+		b, _ := json.Marshal(f)
+		if string(b) != want[i] {
+			t.Errorf("field %d\n got %s\nwant %s", i, b, want[i])
+		}
+	}
+	// Argo CD has compared nothing yet: the target revision, resolved now.
+	app.Sync.Revision = ""
+	got = l.Locate(context.Background(), c, app, obj, fields[:1])
+	if g := got[0].Git; g.Value == nil || string(g.Value) != "1" || g.Source.Revision != "c2" {
+		t.Errorf("at the head: %+v", g)
+	}
+}
+
+// TestLocateUnavailable checks the states when the preview cannot trace
+// the field, one reason each.
+func TestLocateUnavailable(t *testing.T) {
+	tr, c, app, obj := fixture()
+	l := &Locator{Fetcher: tr, Masker: mustMasker(t)}
+	fields := []service.FieldPreview{{Field: "/spec/replicas"}}
+	state := func(c service.Cluster, app service.Application, obj service.ObjectInfo, ctx context.Context) string {
+		g := l.Locate(ctx, c, app, obj, fields)[0].Git
+		return g.State + " " + string(g.Reason)
+	}
+	bg := context.Background()
+	noRepo := c
+	noRepo.GitOpsRepo = ""
+	other := c
+	other.GitOpsRepo = "https://git.example.com/org/other.git"
+	multi := app
+	multi.Sources = append(multi.Sources, app.Sources[0])
+	missingRev := app
+	missingRev.Sync.Revision = "c9"
+	kustomize := trees{"c1": {"apps/plain/kustomization.yaml": []byte("resources: [deploy.yaml]\n"), "apps/plain/deploy.yaml": []byte(deployment)}}
+	otherObj := obj
+	otherObj.Name = "api"
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	for name, c := range map[string]struct{ got, want string }{
+		"NotConnected": {state(noRepo, app, obj, bg), "unavailable repo_not_connected"},
+		"Mismatch":     {state(other, app, obj, bg), "unavailable repo_mismatch"},
+		"MultiSource":  {state(c, multi, obj, bg), "unavailable multi_source_unsupported"},
+		"RevisionGone": {state(c, missingRev, obj, bg), "unavailable ref_not_found"},
+		"NotRendered":  {state(c, app, otherObj, bg), "unavailable object_not_rendered"},
+		"BudgetRanOut": {state(c, app, obj, cancelled), "pending "},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", name, c.got, c.want)
+		}
+	}
+	l.Fetcher = kustomize
+	if got := state(c, app, obj, bg); got != "unavailable source_type_unsupported" {
+		t.Errorf("kustomize: %q", got)
+	}
+	l.Fetcher = trees{}
+	if got := l.Locate(bg, c, app, obj, fields)[0].Git; got.State != service.GitUnavailable || got.Reason == "" {
+		t.Errorf("a fetch failure: %+v", got)
+	}
+}
