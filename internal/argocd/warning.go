@@ -1,6 +1,11 @@
 package argocd
 
-import "github.com/kukie/gitops-server/service"
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/kukie/gitops-server/service"
+)
 
 // Warning is the approval card's sentence for a level, in Korean (the
 // product's language) or English.
@@ -20,7 +25,8 @@ func Warning(l service.Level, lang string) string {
 func WarningFor(level service.Level, cause string, manifestPaths bool, lang string) string {
 	key := warningKey{level, cause, manifestPaths}
 	switch {
-	case cause == service.CauseSkipReconcile || cause == service.CauseNotInGit || cause == service.CauseSelfHealPaused:
+	case cause == service.CauseSkipReconcile || cause == service.CauseNotInGit || cause == service.CauseMatchesGit ||
+		cause == service.CauseSelfHealPaused:
 		key.manifestPaths = manifestPaths && cause == service.CauseSelfHealPaused
 	case level == service.LevelAutoSync:
 		key.cause = ""
@@ -47,6 +53,7 @@ type warningKey struct {
 var causeWarningsKO = map[warningKey]string{
 	{service.LevelNotReverted, service.CauseSkipReconcile, false}: "앱에 skip-reconcile이 설정돼 있어 ArgoCD가 이 앱을 처리하지 않아요. 이 변경은 되돌아가지 않아요.",
 	{service.LevelNotReverted, service.CauseNotInGit, false}:      "바뀌는 필드를 Git이 정하지 않아서 ArgoCD가 되돌리지 않아요.",
+	{service.LevelNotReverted, service.CauseMatchesGit, false}:    "바꾸려는 값이 Git에 있는 값과 같아서 ArgoCD가 되돌릴 것이 없어요.",
 	{service.LevelAutoSync, service.CauseSelfHealPaused, false}: "지금은 되돌아가지 않아요: 이 리비전으로의 마지막 sync가 실패해서 ArgoCD가 self-heal을 멈췄어요. " +
 		"새 커밋이 오거나 sync가 성공하면 되돌아가요. 유지하려면 PR을 같이 올리세요.",
 	{service.LevelAutoSync, service.CauseSelfHealPaused, true}: "지금은 되돌아가지 않아요: 이 리비전으로의 마지막 sync가 실패해서 ArgoCD가 self-heal을 멈췄어요. " +
@@ -57,6 +64,7 @@ var causeWarningsKO = map[warningKey]string{
 var causeWarningsEN = map[warningKey]string{
 	{service.LevelNotReverted, service.CauseSkipReconcile, false}: "The app has skip-reconcile set, so Argo CD does not process it and will not revert this change.",
 	{service.LevelNotReverted, service.CauseNotInGit, false}:      "Git does not set the changed fields, so Argo CD will not revert this change.",
+	{service.LevelNotReverted, service.CauseMatchesGit, false}:    "The planned values are what Git already sets, so Argo CD has nothing to revert.",
 	{service.LevelAutoSync, service.CauseSelfHealPaused, false}: "Argo CD will not revert this now: the last sync to this revision failed, so it does not self-heal " +
 		"until a new commit or a successful sync, which will revert this. To keep it, open a PR with the same change.",
 	{service.LevelAutoSync, service.CauseSelfHealPaused, true}: "Argo CD will not revert this now: the last sync to this revision failed, so it does not self-heal " +
@@ -80,4 +88,50 @@ var warningsEN = map[service.Level]string{
 	service.LevelAutoSync:    "Argo CD will revert this at the next Git change it syncs, even an unrelated one. To keep it, open a PR with the same change.",
 	service.LevelManual:      "Argo CD will not revert this by itself, but the app will show OutOfSync and the next sync will undo it.",
 	service.LevelNotReverted: "The app ignores the changed fields, so Argo CD will not revert this change.",
+}
+
+// RevertWarning is the self_heal sentence naming what Argo CD puts back:
+// the first reverted field (the last token of its pointer) and its Git
+// value as text, and how many more fields are reverted too.
+func RevertWarning(field, value string, more int, lang string) string {
+	if lang == "en" {
+		s := "Argo CD will soon set " + field + " back to " + value
+		if more > 0 {
+			s += fmt.Sprintf(", and %d more field%s", more, plural(more))
+		}
+		return s + ". To keep it, pause sync or open a PR with the same change."
+	}
+	s := "곧 ArgoCD가 " + field + " 값을 " + value + particleRo(value) + " 되돌려요"
+	if more > 0 {
+		s += fmt.Sprintf("(외 %d개 필드도)", more)
+	}
+	return s + ". 유지하려면 sync를 멈추거나 PR을 같이 올리세요."
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// particleRo is the Korean particle 로 or 으로 after s, by how s ends: a
+// Hangul syllable by its final consonant (ㄹ takes 로), a digit as it is
+// read; anything else gets the neutral "(으)로".
+func particleRo(s string) string {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	switch {
+	case r >= '가' && r <= '힣':
+		final := (r - '가') % 28
+		if final == 0 || final == 8 { // no final consonant, or ㄹ
+			return "로"
+		}
+		return "으로"
+	case r >= '0' && r <= '9':
+		if r == '0' || r == '3' || r == '6' {
+			return "으로" // 영, 삼, 육
+		}
+		return "로"
+	}
+	return "(으)로"
 }

@@ -52,3 +52,30 @@ func TestWarningFor(t *testing.T) {
 		})
 	}
 }
+
+// TestRevertWarning checks the self_heal sentence that names the value, in
+// both languages, with the Korean particle chosen by how the value ends.
+func TestRevertWarning(t *testing.T) {
+	for _, c := range []struct {
+		field, value string
+		more         int
+		lang, want   string
+	}{
+		{"replicas", "1", 0, "ko", "곧 ArgoCD가 replicas 값을 1로 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"replicas", "3", 2, "ko", "곧 ArgoCD가 replicas 값을 3으로 되돌려요(외 2개 필드도). 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"image", "nginx:1.27", 0, "ko", "곧 ArgoCD가 image 값을 nginx:1.27로 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"mode", "fast", 0, "ko", "곧 ArgoCD가 mode 값을 fast(으)로 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"tier", "웹", 0, "ko", "곧 ArgoCD가 tier 값을 웹으로 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"tier", "서버", 0, "ko", "곧 ArgoCD가 tier 값을 서버로 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요."},
+		{"replicas", "1", 0, "en", "Argo CD will soon set replicas back to 1. To keep it, pause sync or open a PR with the same change."},
+		{"replicas", "1", 1, "en", "Argo CD will soon set replicas back to 1, and 1 more field. To keep it, pause sync or open a PR with the same change."},
+		{"replicas", "1", 3, "en", "Argo CD will soon set replicas back to 1, and 3 more fields. To keep it, pause sync or open a PR with the same change."},
+	} {
+		if got := RevertWarning(c.field, c.value, c.more, c.lang); got != c.want {
+			t.Errorf("RevertWarning(%s, %s, %d, %s)\n got %s\nwant %s", c.field, c.value, c.more, c.lang, got, c.want)
+		}
+	}
+	if WarningFor(service.LevelNotReverted, service.CauseMatchesGit, false, "en") == Warning(service.LevelNotReverted, "en") {
+		t.Error("matches_git has no sentence of its own")
+	}
+}

@@ -93,7 +93,7 @@ func checkAnswers(t *testing.T, answers map[string]string) {
 	t.Helper()
 	want := []struct{ sayPrefix, contains string }{
 		{"self_heal:", `"level":"self_heal"`},
-		{"self_heal:", "곧 ArgoCD가 되돌려요"},
+		{"self_heal:", "곧 ArgoCD가 image 값을 nginx:1.27로 되돌려요"},
 		{"self_heal:", `"live":"nginx:1.27","planned":"nginx:1.28"`},
 		{"self_heal:", `"git":{"state":"set","value":"nginx:1.27","source":{`},
 		{"self_heal:", `"path":"apps/plain/deployment.yaml","line":14,"via":"manifest"}`},

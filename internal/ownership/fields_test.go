@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -43,5 +44,31 @@ func TestFieldPreviews(t *testing.T) {
 	}
 	if fieldPreviews(maskPasswords{}, service.ResourceRef{}, cm) != nil {
 		t.Error("fields without any changed field")
+	}
+}
+
+// TestWarningNamesTheValue checks the self_heal warning: it names the first
+// reverted field and its Git value, and counts the others; fields Git
+// does not set, masked ones and ones planned at Git's value are not
+// reverted.
+func TestWarningNamesTheValue(t *testing.T) {
+	set := func(v string) *service.GitValue {
+		return &service.GitValue{State: service.GitSet, Value: json.RawMessage(v)}
+	}
+	r := managed{OwnershipResource: service.OwnershipResource{Kind: "Deployment", Name: "web", Level: service.LevelSelfHeal,
+		LevelCause: service.CausePolicy, Fields: []service.FieldPreview{
+			{Field: "/spec/paused", Git: &service.GitValue{State: service.GitUnset}},
+			{Field: "/spec/replicas", Planned: json.RawMessage(`3`), Git: set(`1`)},
+			{Field: "/spec/template/spec/containers/0/image", Planned: json.RawMessage(`"nginx:1.27"`), Git: set(`"nginx:1.27"`)},
+			{Field: "/data/password", Masked: true, Git: &service.GitValue{State: service.GitSet}},
+			{Field: "/metadata/labels/tier", Git: set(`"web"`)},
+		}}}
+	w := warning([]managed{r}, time.Now(), "en")
+	if want := "Argo CD will soon set replicas back to 1, and 1 more field. To keep it, pause sync or open a PR with the same change."; w.Warning != want {
+		t.Errorf("warning %q, want %q", w.Warning, want)
+	}
+	r.Fields = r.Fields[:1]
+	if w := warning([]managed{r}, time.Now(), "ko"); w.Warning != "곧 ArgoCD가 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요." {
+		t.Errorf("without a known value: %q", w.Warning)
 	}
 }

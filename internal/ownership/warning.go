@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -34,7 +35,50 @@ func warning(found []managed, at time.Time, lang string) *service.ArgoCDWarning 
 		manifestPaths = deciding.app != nil && deciding.app.ManifestGeneratePaths
 	}
 	w.Warning = argocd.WarningFor(w.Level, cause, manifestPaths, lang)
+	if w.Level == service.LevelSelfHeal && cause == service.CausePolicy {
+		if reverted := revertedFields(found, w.Level); len(reverted) > 0 {
+			field, value := reverted[0].name, reverted[0].value
+			w.Warning = argocd.RevertWarning(field, value, len(reverted)-1, lang)
+		}
+	}
 	return w
+}
+
+// revertedField is a field Argo CD will put back: the last token of its
+// pointer and Git's value as text.
+type revertedField struct{ name, value string }
+
+// revertedFields lists the fields of the resources at level whose Git
+// value is known, shown (not masked) and not what the change plans.
+func revertedFields(found []managed, level service.Level) []revertedField {
+	var out []revertedField
+	for _, r := range found {
+		if r.Level != level {
+			continue
+		}
+		for _, f := range r.Fields {
+			if f.Masked || f.Git == nil || f.Git.State != service.GitSet || f.Git.Value == nil ||
+				(f.Planned != nil && sameJSON(f.Planned, f.Git.Value)) {
+				continue
+			}
+			tokens, ok := service.SplitPointer(f.Field)
+			if !ok || len(tokens) == 0 {
+				continue
+			}
+			out = append(out, revertedField{name: tokens[len(tokens)-1], value: valueText(f.Git.Value)})
+		}
+	}
+	return out
+}
+
+// valueText is a JSON value as a sentence shows it: a string without
+// quotes, anything else as JSON.
+func valueText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
 }
 
 // keep joins the warning of an earlier, complete detection with what an
