@@ -114,3 +114,40 @@ func handleToolAppManifests(log *slog.Logger, view *service.RepoView) http.Handl
 		return view.ManifestsTool(r.Context(), p, in.ClusterID, in.AppID, warningLanguage(r))
 	})
 }
+
+// handlePlanGitChange answers a plan's change as a patch to the connected
+// repository (409 git_change_unavailable when its fields are not all
+// known in Git).
+func handlePlanGitChange(log *slog.Logger, changes *service.GitChanges) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if changes == nil {
+			writeError(w, r, log, errRepoTabOff())
+			return
+		}
+		p, _ := service.PrincipalFromContext(r.Context())
+		ch, err := changes.Change(r.Context(), p, chi.URLParam(r, "id"))
+		reply(w, r, log, ch, err)
+	})
+}
+
+// handleToolGitChange is the agent's git_change tool.
+func handleToolGitChange(log *slog.Logger, changes *service.GitChanges) http.Handler {
+	type request struct {
+		ClusterID string `json:"cluster_id"`
+		PlanID    string `json:"plan_id"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := service.PrincipalFromContext(r.Context())
+		in, err := decode[request](r)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if changes == nil {
+			encode(w, http.StatusOK, service.ToolAnswer{Text: service.ErrorMessage(errRepoTabOff())})
+			return
+		}
+		a, err := changes.Tool(r.Context(), p, in.ClusterID, in.PlanID, warningLanguage(r))
+		reply(w, r, log, a, err)
+	})
+}

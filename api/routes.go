@@ -67,10 +67,12 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "POST", pattern: "/v1/tools/repo_tree", handler: handleToolRepoTree(d.Logger, d.RepoView), roles: agentOnly},
 		{method: "POST", pattern: "/v1/tools/repo_file", handler: handleToolRepoFile(d.Logger, d.RepoView), roles: agentOnly},
 		{method: "POST", pattern: "/v1/tools/app_manifests", handler: handleToolAppManifests(d.Logger, d.RepoView), roles: agentOnly},
+		{method: "POST", pattern: "/v1/tools/git_change", handler: handleToolGitChange(d.Logger, d.GitChanges), roles: agentOnly},
 
 		{method: "POST", pattern: "/v1/plans", handler: handlePlanCreate(d.Logger, d.Plans), roles: agentOnly},
 		{method: "GET", pattern: "/v1/plans", handler: handlePlanList(d.Logger, d.Plans)},
 		{method: "GET", pattern: "/v1/plans/{id}", handler: handlePlanGet(d.Logger, d.Plans)},
+		{method: "GET", pattern: "/v1/plans/{id}/git-change", handler: handlePlanGitChange(d.Logger, d.GitChanges)},
 		{method: "POST", pattern: "/v1/plans/{id}/approve", handler: handlePlanApprove(d.Logger, d.Plans), roles: people, humanOnly: true},
 		{method: "POST", pattern: "/v1/plans/{id}/reject", handler: handlePlanReject(d.Logger, d.Plans), roles: people, humanOnly: true},
 		{method: "POST", pattern: "/v1/plans/{id}/result", handler: handlePlanResult(d.Logger, d.Plans), roles: agentOnly},

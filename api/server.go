@@ -30,7 +30,9 @@ type Deps struct {
 	Webhook  *service.Webhook
 	// RepoView serves the repo tab and the read tools (nil: not configured).
 	RepoView *service.RepoView
-	Metrics  *Metrics
+	// GitChanges writes plans' changes as patches (nil: not configured).
+	GitChanges *service.GitChanges
+	Metrics    *Metrics
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client, for the SNS webhook's per-source rate limit and the access
 	// log (empty: the connection's address).

@@ -94,9 +94,35 @@ func fieldsFromPayload(v any) []FieldPreview {
 			f.Live = rawValue(row, "live")
 			f.Planned = rawValue(row, "planned")
 		}
+		f.Git = gitFromPayload(row["git"], f.Masked)
 		out = append(out, f)
 	}
 	return out
+}
+
+// gitFromPayload reads a field's Git part whatever its shape (nil when it
+// has no state); a masked field keeps no value.
+func gitFromPayload(v any, masked bool) *GitValue {
+	m, _ := v.(map[string]any)
+	state, _ := m["state"].(string)
+	switch state {
+	case GitSet, GitUnset, GitPending, GitUnavailable:
+	default:
+		return nil
+	}
+	g := &GitValue{State: state}
+	if r, ok := m["reason"].(string); ok {
+		g.Reason = Reason(r)
+	}
+	if !masked {
+		g.Value = rawValue(m, "value")
+	}
+	if src, ok := m["source"].(map[string]any); ok {
+		str := func(k string) string { s, _ := src[k].(string); return s }
+		line, _ := src["line"].(float64)
+		g.Source = &GitSource{Revision: str("revision"), Path: str("path"), Line: int(line), Via: str("via")}
+	}
+	return g
 }
 
 // rawValue re-encodes a decoded JSON value (nil when absent).

@@ -117,6 +117,8 @@ func TestTenancyMatrix(t *testing.T) {
 		"POST /v1/plans":                                                           {kind: "create", code: "cluster_not_found", body: strings.ReplaceAll(planJSON, `"c1"`, `"a-only"`)},
 		"GET /v1/plans":                                                            {kind: "collection"},
 		"GET /v1/plans/{id}":                                                       {kind: "object", code: "not_found"},
+		"GET /v1/plans/{id}/git-change":                                            {kind: "object", code: "not_found"},
+		"POST /v1/tools/git_change":                                                {kind: "create", code: "not_found", body: fmt.Sprintf(`{"cluster_id":"a-only","plan_id":%q}`, plan.ID)},
 		"POST /v1/plans/{id}/approve":                                              {kind: "object", code: "not_found"},
 		"POST /v1/plans/{id}/reject":                                               {kind: "object", code: "not_found"},
 		"POST /v1/plans/{id}/result":                                               {kind: "object", code: "not_found", body: `{"outcome":"executed","output":"ok"}`},

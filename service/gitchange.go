@@ -1,0 +1,305 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ReasonGitChangeUnavailable: a plan's fields are not all known in Git
+// (pending, unavailable, or no field at all), so no patch can be made.
+const ReasonGitChangeUnavailable Reason = "git_change_unavailable"
+
+// Reasons a field of a plan is left out of its Git change.
+const (
+	UnsupportedMasked          = "masked"            // the value must never be written
+	UnsupportedNoPlannedValue  = "no_planned_value"  // the plan names the field without a value
+	UnsupportedNotInGit        = "not_in_git"        // Git does not set the field (adding it is not done yet)
+	UnsupportedValueShape      = "value_shape"       // an object or list, or a value over several lines
+	UnsupportedSecretInContext = "secret_in_context" // the hunk's context would hold a masked value
+	UnsupportedNotManifest     = "not_manifest"      // set by something else than a plain manifest line
+)
+
+// GitChange is a plan's change written as a patch to the connected
+// repository: what "open a PR with the same change" would push.
+type GitChange struct {
+	RepoURL      string             `json:"repo_url"`
+	BaseRevision string             `json:"base_revision"`
+	Files        []GitChangeFile    `json:"files"`
+	Unsupported  []GitChangeOmitted `json:"unsupported"`
+}
+
+// GitChangeFile is one file's unified diff against BaseRevision.
+type GitChangeFile struct {
+	Path string `json:"path"`
+	Diff string `json:"diff"`
+}
+
+// GitChangeOmitted is a field the patch leaves out, and why.
+type GitChangeOmitted struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// GitChanges writes plans' changes as patches to the connected repository.
+type GitChanges struct {
+	Plans    PlanStore
+	Clusters ClusterStore
+	Fetcher  RepoFetcher
+	Masker   SecretMasker
+}
+
+// planField is one field of a plan's Git change.
+type planField struct {
+	FieldPreview
+}
+
+// Change answers the Git change of a plan the caller may see: 409
+// git_change_unavailable unless every changed field is set or unset in Git.
+func (s *GitChanges) Change(ctx context.Context, p Principal, planID string) (GitChange, error) {
+	if !validPlanID(planID) {
+		return GitChange{}, ErrPlanNotFound()
+	}
+	plan, err := s.Plans.GetPlan(ctx, p, planID)
+	if err != nil {
+		return GitChange{}, err
+	}
+	fields, revision, err := gitFields(plan)
+	if err != nil {
+		return GitChange{}, err
+	}
+	c, err := s.Clusters.GetCluster(ctx, p.TeamID, plan.ClusterID)
+	if err != nil {
+		return GitChange{}, err
+	}
+	if c.GitOpsRepo == "" {
+		return GitChange{}, ErrRepoNotConnected()
+	}
+	files, err := s.Fetcher.Tree(ctx, c, "", revision)
+	if err != nil {
+		return GitChange{}, err
+	}
+	return s.build(c.GitOpsRepo, revision, fields, files), nil
+}
+
+// build writes the fields' edits to files (the tree at revision) as
+// unified diffs.
+func (s *GitChanges) build(repoURL, revision string, fields []planField, files map[string][]byte) GitChange {
+	c := Cluster{GitOpsRepo: repoURL}
+	out := GitChange{RepoURL: c.GitOpsRepo, BaseRevision: revision, Files: []GitChangeFile{}, Unsupported: []GitChangeOmitted{}}
+	edits := map[string]map[int]string{} // path → line → new line
+	editedFields := map[string][]string{}
+	for _, f := range fields {
+		path, line, text, reason := editFor(f.FieldPreview, files)
+		if reason != "" {
+			out.Unsupported = append(out.Unsupported, GitChangeOmitted{Field: f.Field, Reason: reason})
+			continue
+		}
+		if edits[path] == nil {
+			edits[path] = map[int]string{}
+		}
+		edits[path][line] = text
+		editedFields[path] = append(editedFields[path], f.Field)
+	}
+	paths := make([]string, 0, len(edits))
+	for path := range edits {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		diff, ok := s.diff(path, files[path], edits[path])
+		if !ok {
+			for _, field := range editedFields[path] {
+				out.Unsupported = append(out.Unsupported, GitChangeOmitted{Field: field, Reason: UnsupportedSecretInContext})
+			}
+			continue
+		}
+		out.Files = append(out.Files, GitChangeFile{Path: path, Diff: diff})
+	}
+	return out
+}
+
+// gitFields are the changed fields of a plan's payload.argocd with their
+// Git part, and the one revision they were found at; an error when a
+// field is not known in Git.
+func gitFields(plan Plan) ([]planField, string, error) {
+	w := ArgoCDFromPayload(plan.Payload)
+	var fields []planField
+	var states []string
+	revision := ""
+	if w != nil {
+		for _, r := range w.Resources {
+			for _, f := range r.Fields {
+				fields = append(fields, planField{FieldPreview: f})
+				state := "none"
+				if f.Git != nil {
+					state = f.Git.State
+					if f.Git.Source != nil && revision == "" {
+						revision = f.Git.Source.Revision
+					}
+				}
+				states = append(states, r.Kind+"/"+r.Name+" "+f.Field+": "+state)
+				if state != GitSet && state != GitUnset {
+					revision = "!"
+				}
+			}
+		}
+	}
+	if len(fields) == 0 || revision == "" || revision == "!" {
+		msg := "The plan's changed fields are not all known in Git, so no patch can be written"
+		if len(states) > 0 {
+			msg += " (" + strings.Join(states, "; ") + ")"
+		} else {
+			msg += " (the plan names no changed field of a resource Argo CD manages)"
+		}
+		return nil, "", ReasonError(ECONFLICT, ReasonGitChangeUnavailable, msg+".")
+	}
+	return fields, revision, nil
+}
+
+// lineValue splits a manifest line that sets a key to a one-line scalar:
+// the text up to the value, the value, and what follows it (a comment).
+var lineValue = regexp.MustCompile(`^(\s*(?:-\s+)?(?:"[^"]*"|'[^']*'|[^\s#"'{}\[\]][^:#]*?)\s*:\s+)([^\s#{}\[\]|>&*!][^#]*?|"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')(\s+#.*)?$`)
+
+// editFor is the edit of one field: its file, line and new line text, or
+// why it is left out.
+func editFor(f FieldPreview, files map[string][]byte) (path string, line int, text, reason string) {
+	switch {
+	case f.Masked:
+		return "", 0, "", UnsupportedMasked
+	case f.Git == nil || f.Git.State == GitUnset:
+		return "", 0, "", UnsupportedNotInGit
+	case f.Planned == nil:
+		return "", 0, "", UnsupportedNoPlannedValue
+	case f.Git.Source == nil || f.Git.Source.Via != "manifest" || f.Git.Source.Line < 1:
+		return "", 0, "", UnsupportedNotManifest
+	}
+	scalar, ok := yamlScalar(f.Planned)
+	content, found := files[f.Git.Source.Path]
+	lines := strings.Split(string(content), "\n")
+	if !ok || !found || f.Git.Source.Line > len(lines) {
+		return "", 0, "", UnsupportedValueShape
+	}
+	m := lineValue.FindStringSubmatch(lines[f.Git.Source.Line-1])
+	if m == nil {
+		return "", 0, "", UnsupportedValueShape
+	}
+	return f.Git.Source.Path, f.Git.Source.Line, m[1] + scalar + m[3], ""
+}
+
+// plainScalar is text YAML reads back as the same string unquoted.
+var plainScalar = regexp.MustCompile(`^[A-Za-z_./][A-Za-z0-9_./:@+=-]*$`)
+
+// yamlScalar writes a planned JSON scalar as YAML reads it back: numbers,
+// booleans and null as they are, a string plain when YAML would not read
+// it as something else, else double-quoted (JSON's quoting is YAML's).
+func yamlScalar(v json.RawMessage) (string, bool) {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return "", false
+	}
+	switch t := x.(type) {
+	case nil:
+		return "null", true
+	case bool:
+		return strconv.FormatBool(t), true
+	case float64:
+		return strings.TrimSpace(string(v)), true
+	case string:
+		switch strings.ToLower(t) {
+		case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
+		default:
+			if plainScalar.MatchString(t) && !strings.HasSuffix(t, ":") {
+				return t, true
+			}
+		}
+		b, err := json.Marshal(t)
+		return string(b), err == nil
+	}
+	return "", false
+}
+
+// diffContext is the lines of context around each changed line.
+const diffContext = 3
+
+// diff writes a unified diff of the line edits to one file; false when a
+// hunk's context would hold a value the masker masks (masking the context
+// would break git apply, showing it would leak it).
+func (s *GitChanges) diff(path string, content []byte, edits map[int]string) (string, bool) {
+	text := string(content)
+	trailingNewline := strings.HasSuffix(text, "\n")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	masked := lines
+	if s.Masker != nil {
+		masked = strings.Split(strings.TrimSuffix(string(s.Masker.File(path, content).Content), "\n"), "\n")
+	}
+	changed := make([]int, 0, len(edits))
+	for l := range edits {
+		changed = append(changed, l)
+	}
+	slices.Sort(changed)
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", path, path)
+	for i := 0; i < len(changed); {
+		start := max(1, changed[i]-diffContext)
+		end := min(len(lines), changed[i]+diffContext)
+		j := i + 1
+		for j < len(changed) && changed[j]-diffContext <= end+1 {
+			end = min(len(lines), changed[j]+diffContext)
+			j++
+		}
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", start, end-start+1, start, end-start+1)
+		for l := start; l <= end; l++ {
+			if len(masked) != len(lines) || masked[l-1] != lines[l-1] {
+				return "", false
+			}
+			last := l == len(lines) && !trailingNewline
+			if repl, ok := edits[l]; ok {
+				writeDiffLine(&b, "-", lines[l-1], last)
+				writeDiffLine(&b, "+", repl, last)
+				continue
+			}
+			writeDiffLine(&b, " ", lines[l-1], last)
+		}
+		i = j
+	}
+	return b.String(), true
+}
+
+func writeDiffLine(b *strings.Builder, prefix, line string, noNewline bool) {
+	b.WriteString(prefix + line + "\n")
+	if noNewline {
+		b.WriteString("\\ No newline at end of file\n")
+	}
+}
+
+// Tool is git_change for the agent: the patch as text (each file's diff,
+// then the fields left out), or the sentence saying why there is none.
+// The plan must be of clusterID.
+func (s *GitChanges) Tool(ctx context.Context, p Principal, clusterID, planID, lang string) (ToolAnswer, error) {
+	if validPlanID(planID) {
+		if plan, err := s.Plans.GetPlan(ctx, p, planID); err == nil && plan.ClusterID != clusterID {
+			return ToolAnswer{}, ErrPlanNotFound()
+		}
+	}
+	ch, err := s.Change(ctx, p, planID)
+	if err != nil {
+		if ErrorCode(err) == ENOTFOUND && ErrorReason(err) != ReasonRefNotFound {
+			return ToolAnswer{}, err // tenancy: no such plan or cluster for the caller
+		}
+		return toolAnswer("", err, lang)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s @ %s\n", ch.RepoURL, ch.BaseRevision)
+	for _, f := range ch.Files {
+		b.WriteString(f.Diff)
+	}
+	for _, u := range ch.Unsupported {
+		fmt.Fprintf(&b, "not in the patch: %s (%s)\n", u.Field, u.Reason)
+	}
+	return toolAnswer(b.String(), nil, lang)
+}

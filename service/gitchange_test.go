@@ -1,0 +1,144 @@
+package service
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const gitChangeManifest = `# The web Deployment.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web   # keep this comment
+spec:
+  replicas: 1 # scaled by hand
+  template:
+    spec:
+      containers:
+        - name: web
+          image: "nginx:1.27"
+          env:
+            - name: DB_PASSWORD
+              value: hunter2-in-git-value
+`
+
+// planWith is a plan whose payload.argocd holds the given fields of one
+// resource.
+func planWith(t *testing.T, fields ...FieldPreview) Plan {
+	t.Helper()
+	w := ArgoCDWarning{Resources: []OwnershipResource{{Kind: "Deployment", Name: "web", Level: LevelSelfHeal, Fields: fields}}}
+	payload, err := json.Marshal(map[string]any{"argocd": w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Plan{ClusterID: "c", Payload: payload}
+}
+
+func gitSet(path string, line int, value string) *GitValue {
+	return &GitValue{State: GitSet, Value: json.RawMessage(value),
+		Source: &GitSource{Revision: "c1", Path: path, Line: line, Via: "manifest"}}
+}
+
+// TestGitChangeApplies checks that the patch git apply takes cleanly and
+// that afterwards the file sets the planned values, comments and untouched
+// lines kept; fields it cannot write are listed with a reason.
+func TestGitChangeApplies(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("this test applies patches with the git CLI: install git (e.g. apt-get install git)")
+	}
+	const path = "apps/plain/deploy.yaml"
+	plan := planWith(t,
+		FieldPreview{Field: "/spec/replicas", Planned: json.RawMessage(`3`), Git: gitSet(path, 7, `1`)},
+		FieldPreview{Field: "/spec/template/spec/containers/0/image", Planned: json.RawMessage(`"nginx:1.28"`), Git: gitSet(path, 12, `"nginx:1.27"`)},
+		FieldPreview{Field: "/spec/paused", Planned: json.RawMessage(`true`), Git: &GitValue{State: GitUnset}},
+		FieldPreview{Field: "/spec/template/spec/containers/0/env/0/value", Masked: true, Git: gitSet(path, 15, `null`)},
+	)
+	fields, revision, err := gitFields(plan)
+	if err != nil || revision != "c1" {
+		t.Fatalf("gitFields: %v %q", err, revision)
+	}
+	files := map[string][]byte{path: []byte(gitChangeManifest)}
+	ch := (&GitChanges{}).build("https://git.example.com/org/gitops.git", revision, fields, files)
+	if len(ch.Files) != 1 || ch.Files[0].Path != path {
+		t.Fatalf("files %+v", ch.Files)
+	}
+	b, _ := json.Marshal(ch.Unsupported)
+	if string(b) != `[{"field":"/spec/paused","reason":"not_in_git"},{"field":"/spec/template/spec/containers/0/env/0/value","reason":"masked"}]` {
+		t.Errorf("unsupported %s", b)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "apps/plain"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, path), []byte(gitChangeManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patch := filepath.Join(t.TempDir(), "change.patch")
+	if err := os.WriteFile(patch, []byte(ch.Files[0].Diff), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(git, "apply", "--verbose", patch)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, ch.Files[0].Diff)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, path))
+	want := strings.NewReplacer("replicas: 1 #", "replicas: 3 #", `image: "nginx:1.27"`, "image: nginx:1.28").Replace(gitChangeManifest)
+	if string(got) != want {
+		t.Errorf("after git apply:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// secretLines masks a file's lines holding "hunter2".
+type secretLines struct{}
+
+func (secretLines) File(_ string, content []byte) MaskedText {
+	return MaskedText{Content: []byte(strings.ReplaceAll(string(content), "hunter2-in-git-value", "<masked>"))}
+}
+
+func (secretLines) Redactor([]string, ...Redactor) Redactor { return nil }
+
+// TestGitChangeSecretInContext checks that a hunk whose context would hold
+// a masked value is not written.
+func TestGitChangeSecretInContext(t *testing.T) {
+	const path = "deploy.yaml"
+	plan := planWith(t, FieldPreview{Field: "/spec/template/spec/containers/0/image", Planned: json.RawMessage(`"nginx:1.28"`),
+		Git: gitSet(path, 12, `"nginx:1.27"`)})
+	fields, revision, _ := gitFields(plan)
+	ch := (&GitChanges{Masker: secretLines{}}).build("r", revision, fields, map[string][]byte{path: []byte(gitChangeManifest)})
+	if len(ch.Files) != 0 || len(ch.Unsupported) != 1 || ch.Unsupported[0].Reason != UnsupportedSecretInContext {
+		t.Errorf("change %+v", ch)
+	}
+}
+
+// TestGitChangeUnavailable checks the refusal when a field is not known in Git.
+func TestGitChangeUnavailable(t *testing.T) {
+	for name, plan := range map[string]Plan{
+		"Pending":  planWith(t, FieldPreview{Field: "/spec/replicas", Git: &GitValue{State: GitPending}}),
+		"NoFields": {Payload: json.RawMessage(`{}`)},
+	} {
+		if _, _, err := gitFields(plan); ErrorReason(err) != ReasonGitChangeUnavailable || ErrorCode(err) != ECONFLICT {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestYAMLScalar checks that planned values are written as YAML reads them back.
+func TestYAMLScalar(t *testing.T) {
+	for in, want := range map[string]string{
+		`3`: "3", `1.5`: "1.5", `true`: "true", `null`: "null", `"nginx:1.28"`: "nginx:1.28",
+		`"yes"`: `"yes"`, `"123"`: `"123"`, `"a b"`: `"a b"`, `"key: v"`: `"key: v"`,
+	} {
+		if got, ok := yamlScalar(json.RawMessage(in)); !ok || got != want {
+			t.Errorf("yamlScalar(%s) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if _, ok := yamlScalar(json.RawMessage(`{"a":1}`)); ok {
+		t.Error("an object is written on one line")
+	}
+}
