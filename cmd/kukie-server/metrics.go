@@ -127,3 +127,14 @@ func (g *dbGauges) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// newPreviewMetrics counts the revert preview's fields by their state in
+// Git: set, unset, pending, unavailable.
+func newPreviewMetrics(reg prometheus.Registerer) func(state string) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kukie_preview_total",
+		Help: "Changed fields of managed resources by what the revert preview found in Git: set, unset, pending (not known within the detection budget), unavailable (a reason on the field).",
+	}, []string{"state"})
+	reg.MustRegister(c)
+	return func(state string) { c.WithLabelValues(state).Inc() }
+}

@@ -157,7 +157,7 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	}
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker,
-		Git: &gitpreview.Locator{Fetcher: repos, Masker: masker}}
+		Git: &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}}
 	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker}, stop, nil
 }
 

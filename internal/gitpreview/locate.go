@@ -28,6 +28,8 @@ type Locator struct {
 	Fetcher service.RepoFetcher
 	// Masker judges Git values as it judges live ones; nil shows no value.
 	Masker service.ValueMasker
+	// Observe is told each field's Git state (kukie_preview_total); nil: not counted.
+	Observe func(state string)
 }
 
 var _ service.GitLocator = (*Locator)(nil)
@@ -35,6 +37,17 @@ var _ service.GitLocator = (*Locator)(nil)
 // Locate fills each field's Git part for obj, managed by app on cluster c.
 // A fetch the context ends (the detection budget) is pending.
 func (l *Locator) Locate(ctx context.Context, c service.Cluster, app service.Application, obj service.ObjectInfo,
+	fields []service.FieldPreview) []service.FieldPreview {
+	out := l.locate(ctx, c, app, obj, fields)
+	if l.Observe != nil {
+		for _, f := range out {
+			l.Observe(f.Git.State)
+		}
+	}
+	return out
+}
+
+func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.Application, obj service.ObjectInfo,
 	fields []service.FieldPreview) []service.FieldPreview {
 	src, revision, reason := source(c, app)
 	if reason != "" {
