@@ -16,6 +16,7 @@ bench: tools build ## Argo CD, ownership, history and scale-out (issue 12) bench
 	go run ./cmd/kukie-bench -server bin/kukie-server
 	go run ./cmd/kukie-bench history
 	go run ./cmd/kukie-bench scaleout -server bin/kukie-server
+	go test -run '^$$' -bench BenchmarkLocate ./internal/gitpreview
 
 soak: tools build ## Issue 13's load and soak: 64 clients, a mix of list, detail, ownership, plans and history for 5 minutes, loopback only; fails on any non-4xx error.
 	./scripts/ensure-postgres.sh

@@ -13,8 +13,11 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kukie/gitops-server/service"
@@ -30,6 +33,11 @@ type Locator struct {
 	Masker service.ValueMasker
 	// Observe is told each field's Git state (kukie_preview_total); nil: not counted.
 	Observe func(state string)
+	// IndexCacheSize bounds the indexes kept (default DefaultIndexCacheSize).
+	IndexCacheSize int
+
+	once    sync.Once
+	indexes *lru.Cache[string, index]
 }
 
 var _ service.GitLocator = (*Locator)(nil)
@@ -67,7 +75,7 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 	if !plainDirectory(files, src.Path) {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
 	}
-	file, doc, found := findObject(files, src, app, obj)
+	file, doc, found := l.objects(c, src, app, commit, files).find(obj)
 	if !found {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
 	}
@@ -118,10 +126,64 @@ func plainDirectory(files map[string][]byte, dir string) bool {
 	return true
 }
 
-// findObject finds the manifest of obj among the source's YAML files (the
-// folder's own; every level below when directory.recurse is set), in file
-// order: the file and the object's mapping node.
-func findObject(files map[string][]byte, src service.AppSource, app service.Application, obj service.ObjectInfo) (string, *yaml.Node, bool) {
+// objectKey names a manifest by group, kind and name.
+type objectKey struct{ group, kind, name string }
+
+// placed is one manifest: its file, its namespace (the app's destination
+// namespace when it names none) and its mapping node.
+type placed struct {
+	file, namespace string
+	node            *yaml.Node
+}
+
+// index is where each object of a source's manifests is: parsed once per
+// commit and read, never changed, by every preview of that commit after.
+type index map[objectKey][]placed
+
+// find returns obj's manifest: the first with its group, kind and name,
+// and its namespace for a namespaced object.
+func (ix index) find(obj service.ObjectInfo) (string, *yaml.Node, bool) {
+	for _, p := range ix[objectKey{obj.Group, obj.Kind, obj.Name}] {
+		if !obj.Namespaced || p.namespace == obj.Namespace {
+			return p.file, p.node, true
+		}
+	}
+	return "", nil, false
+}
+
+// objects is the source's index at commit, from the cache when it was
+// built before (keyed by team too: a team-only host's trees are the team's).
+func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.Application, commit string,
+	files map[string][]byte) index {
+	key := strings.Join([]string{c.TeamID, service.NormalizeRepoURL(src.RepoURL), commit, path.Clean(src.Path),
+		strconv.FormatBool(recursive(src.Spec)), app.Destination.Namespace}, "\x00")
+	cache := l.cache()
+	if ix, ok := cache.Get(key); ok {
+		return ix
+	}
+	ix := buildIndex(files, src, app)
+	cache.Add(key, ix)
+	return ix
+}
+
+// DefaultIndexCacheSize bounds the indexes a Locator keeps (one per app
+// source and commit).
+const DefaultIndexCacheSize = 256
+
+func (l *Locator) cache() *lru.Cache[string, index] {
+	l.once.Do(func() {
+		size := l.IndexCacheSize
+		if size <= 0 {
+			size = DefaultIndexCacheSize
+		}
+		l.indexes, _ = lru.New[string, index](size) // size > 0: never fails
+	})
+	return l.indexes
+}
+
+// buildIndex reads the source's YAML files (the folder's own; every level
+// below when directory.recurse is set) in file order.
+func buildIndex(files map[string][]byte, src service.AppSource, app service.Application) index {
 	dir := path.Clean(src.Path)
 	recurse := recursive(src.Spec)
 	names := make([]string, 0, len(files))
@@ -132,6 +194,7 @@ func findObject(files map[string][]byte, src service.AppSource, app service.Appl
 		}
 	}
 	sort.Strings(names)
+	ix := index{}
 	for _, name := range names {
 		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
 		for {
@@ -139,12 +202,36 @@ func findObject(files map[string][]byte, src service.AppSource, app service.Appl
 			if dec.Decode(&doc) != nil {
 				break // the end, or a document that does not parse: Argo CD would fail the render
 			}
-			if len(doc.Content) == 1 && matches(doc.Content[0], app, obj) {
-				return name, doc.Content[0], true
+			if len(doc.Content) != 1 {
+				continue
+			}
+			m := doc.Content[0]
+			key, ns, ok := identity(m, app)
+			if ok {
+				ix[key] = append(ix[key], placed{file: name, namespace: ns, node: m})
 			}
 		}
 	}
-	return "", nil, false
+	return ix
+}
+
+// identity is a manifest's group, kind, name and namespace (the app's
+// destination namespace when it names none).
+func identity(m *yaml.Node, app service.Application) (objectKey, string, bool) {
+	meta := value(m, "metadata")
+	kind, name := scalar(m, "kind"), scalar(meta, "name")
+	if kind == "" || name == "" {
+		return objectKey{}, "", false
+	}
+	group := ""
+	if g, _, ok := strings.Cut(scalar(m, "apiVersion"), "/"); ok {
+		group = g
+	}
+	ns := scalar(meta, "namespace")
+	if ns == "" {
+		ns = app.Destination.Namespace
+	}
+	return objectKey{group, kind, name}, ns, true
 }
 
 func recursive(spec json.RawMessage) bool {
@@ -154,32 +241,6 @@ func recursive(spec json.RawMessage) bool {
 		} `json:"directory"`
 	}
 	return json.Unmarshal(spec, &s) == nil && s.Directory.Recurse
-}
-
-// matches reports whether a manifest is obj: its group, kind and name, and
-// its namespace (the app's destination namespace when the manifest names
-// none) for a namespaced object.
-func matches(m *yaml.Node, app service.Application, obj service.ObjectInfo) bool {
-	apiVersion, kind := scalar(m, "apiVersion"), scalar(m, "kind")
-	meta := value(m, "metadata")
-	if kind != obj.Kind || meta == nil || scalar(meta, "name") != obj.Name {
-		return false
-	}
-	group := ""
-	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
-		group = g
-	}
-	if group != obj.Group {
-		return false
-	}
-	if !obj.Namespaced {
-		return true
-	}
-	ns := scalar(meta, "namespace")
-	if ns == "" {
-		ns = app.Destination.Namespace
-	}
-	return ns == obj.Namespace
 }
 
 // value is a mapping's value for key (aliases followed), nil when absent.

@@ -76,7 +76,7 @@ func fixture() (trees, service.Cluster, service.Application, service.ObjectInfo)
 	return t, c, app, obj
 }
 
-func mustMasker(t *testing.T) *mask.Masker {
+func mustMasker(t testing.TB) *mask.Masker {
 	t.Helper()
 	m, err := mask.New()
 	if err != nil {
