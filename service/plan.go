@@ -205,6 +205,11 @@ type Plans struct {
 	Detector      OwnershipDetector
 	MutatingTools map[string]bool
 	Now           func() time.Time
+	// PendingPauses are the waits before each background re-detection of a
+	// plan with pending Git fields (nil: DefaultPendingPauses).
+	PendingPauses []time.Duration
+
+	pending pendingFills
 }
 
 // DefaultMutatingTools are the agent tools that change a cluster.
@@ -242,9 +247,10 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		}
 	}
 	var resolved []ResolvedTarget
+	pendingGit := false
 	if s.detects(in.Tool) && len(in.Resources) > 0 {
 		own := s.Detector.Detect(ctx, cluster, WithTool(in.Resources, in.Tool), "ko")
-		resolved = own.Resolved
+		resolved, pendingGit = own.Resolved, hasPendingGit(own.ArgoCD)
 		if in.Payload, err = withArgoCD(in.Payload, own.ArgoCD); err != nil {
 			return Plan{}, false, err
 		}
@@ -269,8 +275,12 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}
-	return s.Store.CreatePlan(ctx, NewPlan{Plan: plan, Resolved: resolved, IdempotencyKey: idempotencyKey,
+	created, replayed, err := s.Store.CreatePlan(ctx, NewPlan{Plan: plan, Resolved: resolved, IdempotencyKey: idempotencyKey,
 		Fingerprint: fingerprint}, now)
+	if err == nil && !replayed && pendingGit {
+		s.fillPending(created, cluster)
+	}
+	return created, replayed, err
 }
 
 // Get returns one plan visible to the caller.
