@@ -36,8 +36,10 @@ type Locator struct {
 	// IndexCacheSize bounds the indexes kept (default DefaultIndexCacheSize).
 	IndexCacheSize int
 
-	once    sync.Once
-	indexes *lru.Cache[string, index]
+	once        sync.Once
+	indexes     *lru.Cache[string, *index]
+	mu          sync.Mutex // cachedBytes, and adding to indexes
+	cachedBytes int64
 }
 
 var _ service.GitLocator = (*Locator)(nil)
@@ -75,7 +77,11 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 	if !plainDirectory(files, src.Path) {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
 	}
-	file, doc, found := l.objects(c, src, app, commit, files).find(obj)
+	ix := l.objects(c, src, app, commit, files)
+	if ix.tooLarge {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
+	}
+	file, doc, found := ix.find(obj)
 	if !found {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
 	}
@@ -138,12 +144,27 @@ type placed struct {
 
 // index is where each object of a source's manifests is: parsed once per
 // commit and read, never changed, by every preview of that commit after.
-type index map[objectKey][]placed
+// bytes is the YAML it was parsed from (what the cache bound counts); a
+// source over MaxSourceBytes is not parsed (tooLarge).
+type index struct {
+	objects  map[objectKey][]placed
+	bytes    int64
+	tooLarge bool
+}
+
+// Bounds of what the preview parses and keeps: parsed YAML holds about a
+// dozen times its text.
+const (
+	// MaxSourceBytes is the most YAML of one source the preview parses.
+	MaxSourceBytes = 4 << 20
+	// MaxCachedBytes is the most YAML the cached indexes were parsed from.
+	MaxCachedBytes = 16 << 20
+)
 
 // find returns obj's manifest: the first with its group, kind and name,
 // and its namespace for a namespaced object.
-func (ix index) find(obj service.ObjectInfo) (string, *yaml.Node, bool) {
-	for _, p := range ix[objectKey{obj.Group, obj.Kind, obj.Name}] {
+func (ix *index) find(obj service.ObjectInfo) (string, *yaml.Node, bool) {
+	for _, p := range ix.objects[objectKey{obj.Group, obj.Kind, obj.Name}] {
 		if !obj.Namespaced || p.namespace == obj.Namespace {
 			return p.file, p.node, true
 		}
@@ -154,7 +175,7 @@ func (ix index) find(obj service.ObjectInfo) (string, *yaml.Node, bool) {
 // objects is the source's index at commit, from the cache when it was
 // built before (keyed by team too: a team-only host's trees are the team's).
 func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.Application, commit string,
-	files map[string][]byte) index {
+	files map[string][]byte) *index {
 	key := strings.Join([]string{c.TeamID, service.NormalizeRepoURL(src.RepoURL), commit, path.Clean(src.Path),
 		strconv.FormatBool(recursive(src.Spec)), app.Destination.Namespace}, "\x00")
 	cache := l.cache()
@@ -162,7 +183,13 @@ func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.
 		return ix
 	}
 	ix := buildIndex(files, src, app)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	cache.Add(key, ix)
+	l.cachedBytes += ix.bytes
+	for l.cachedBytes > MaxCachedBytes && cache.Len() > 1 {
+		cache.RemoveOldest() // the eviction callback lowers cachedBytes
+	}
 	return ix
 }
 
@@ -170,20 +197,21 @@ func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.
 // source and commit).
 const DefaultIndexCacheSize = 256
 
-func (l *Locator) cache() *lru.Cache[string, index] {
+func (l *Locator) cache() *lru.Cache[string, *index] {
 	l.once.Do(func() {
 		size := l.IndexCacheSize
 		if size <= 0 {
 			size = DefaultIndexCacheSize
 		}
-		l.indexes, _ = lru.New[string, index](size) // size > 0: never fails
+		// The callback runs within Add and RemoveOldest, under l.mu.
+		l.indexes, _ = lru.NewWithEvict(size, func(_ string, ix *index) { l.cachedBytes -= ix.bytes }) // size > 0: never fails
 	})
 	return l.indexes
 }
 
 // buildIndex reads the source's YAML files (the folder's own; every level
 // below when directory.recurse is set) in file order.
-func buildIndex(files map[string][]byte, src service.AppSource, app service.Application) index {
+func buildIndex(files map[string][]byte, src service.AppSource, app service.Application) *index {
 	dir := path.Clean(src.Path)
 	recurse := recursive(src.Spec)
 	names := make([]string, 0, len(files))
@@ -194,7 +222,13 @@ func buildIndex(files map[string][]byte, src service.AppSource, app service.Appl
 		}
 	}
 	sort.Strings(names)
-	ix := index{}
+	ix := &index{objects: map[objectKey][]placed{}}
+	for _, name := range names {
+		ix.bytes += int64(len(files[name]))
+	}
+	if ix.bytes > MaxSourceBytes {
+		return &index{tooLarge: true}
+	}
 	for _, name := range names {
 		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
 		for {
@@ -208,7 +242,7 @@ func buildIndex(files map[string][]byte, src service.AppSource, app service.Appl
 			m := doc.Content[0]
 			key, ns, ok := identity(m, app)
 			if ok {
-				ix[key] = append(ix[key], placed{file: name, namespace: ns, node: m})
+				ix.objects[key] = append(ix.objects[key], placed{file: name, namespace: ns, node: m})
 			}
 		}
 	}

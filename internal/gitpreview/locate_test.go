@@ -3,6 +3,7 @@ package gitpreview
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -164,5 +165,33 @@ func TestLocateUnavailable(t *testing.T) {
 	l.Fetcher = trees{}
 	if got := l.Locate(bg, c, app, obj, fields)[0].Git; got.State != service.GitUnavailable || got.Reason == "" {
 		t.Errorf("a fetch failure: %+v", got)
+	}
+}
+
+// TestLocateBounds checks the parse bounds: a source over MaxSourceBytes is
+// not parsed (repo_too_large), and the cache keeps at most MaxCachedBytes
+// of parsed YAML, the oldest going first.
+func TestLocateBounds(t *testing.T) {
+	tr, c, app, obj := fixture()
+	big := strings.Repeat("# padding line of a large manifest file\n", MaxSourceBytes/40+1) + deployment
+	tr["c1"] = map[string][]byte{"apps/plain/deploy.yaml": []byte(big)}
+	l := &Locator{Fetcher: tr, Masker: mustMasker(t)}
+	if g := l.Locate(context.Background(), c, app, obj, []service.FieldPreview{{Field: "/spec/replicas"}})[0].Git; g.Reason != service.ReasonRepoTooLarge {
+		t.Errorf("a large source: %+v", g)
+	}
+	// Sources of 3 MiB each: the cache holds five at most.
+	files := strings.Repeat("# padding line of a large manifest file\n", (3<<20)/40) + deployment
+	for i := range 8 {
+		commit := fmt.Sprintf("x%d", i)
+		tr[commit] = map[string][]byte{"apps/plain/deploy.yaml": []byte(files)}
+		a := app
+		a.Sync.Revision = commit
+		l.Locate(context.Background(), c, a, obj, []service.FieldPreview{{Field: "/spec/replicas"}})
+		if l.cachedBytes > MaxCachedBytes {
+			t.Fatalf("after %d sources the cache holds %d bytes", i+1, l.cachedBytes)
+		}
+	}
+	if n := l.indexes.Len(); n < 2 || n > 5 {
+		t.Errorf("%d indexes kept", n)
 	}
 }
