@@ -91,18 +91,21 @@ func (s *GitChanges) Change(ctx context.Context, p Principal, planID string) (Gi
 func (s *GitChanges) build(repoURL, revision string, fields []planField, files map[string][]byte) GitChange {
 	c := Cluster{GitOpsRepo: repoURL}
 	out := GitChange{RepoURL: c.GitOpsRepo, BaseRevision: revision, Files: []GitChangeFile{}, Unsupported: []GitChangeOmitted{}}
-	edits := map[string]map[int]string{} // path → line → new line
+	edits := map[string]fileEdits{}
 	editedFields := map[string][]string{}
 	for _, f := range fields {
-		path, line, text, reason := editFor(f.FieldPreview, files)
+		path, e, reason := editFor(f.FieldPreview, files)
+		if reason == "" && edits[path].conflicts(e) {
+			reason = UnsupportedValueShape // two fields on one line
+		}
 		if reason != "" {
 			out.Unsupported = append(out.Unsupported, GitChangeOmitted{Field: f.Field, Reason: reason})
 			continue
 		}
 		if edits[path] == nil {
-			edits[path] = map[int]string{}
+			edits[path] = fileEdits{}
 		}
-		edits[path][line] = text
+		edits[path].add(e)
 		editedFields[path] = append(editedFields[path], f.Field)
 	}
 	paths := make([]string, 0, len(edits))
@@ -165,30 +168,37 @@ func gitFields(plan Plan) ([]planField, string, error) {
 // the text up to the value, the value, and what follows it (a comment).
 var lineValue = regexp.MustCompile(`^(\s*(?:-\s+)?(?:"[^"]*"|'[^']*'|[^\s#"'{}\[\]][^:#]*?)\s*:\s+)([^\s#{}\[\]|>&*!][^#]*?|"(?:[^"\\]|\\.)*"|'(?:[^']|'')*')(\s+#.*)?$`)
 
-// editFor is the edit of one field: its file, line and new line text, or
-// why it is left out.
-func editFor(f FieldPreview, files map[string][]byte) (path string, line int, text, reason string) {
+// editFor is the edit of one field — its line rewritten with the planned
+// value where Git sets it, lines added where Git does not — or why it is
+// left out.
+func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string) {
 	switch {
 	case f.Masked:
-		return "", 0, "", UnsupportedMasked
-	case f.Git == nil || f.Git.State == GitUnset:
-		return "", 0, "", UnsupportedNotInGit
+		return "", lineEdit{}, UnsupportedMasked
 	case f.Planned == nil:
-		return "", 0, "", UnsupportedNoPlannedValue
-	case f.Git.Source == nil || f.Git.Source.Via != "manifest" || f.Git.Source.Line < 1:
-		return "", 0, "", UnsupportedNotManifest
+		return "", lineEdit{}, UnsupportedNoPlannedValue
+	case f.Git == nil || f.Git.Source == nil || f.Git.Source.Via != "manifest" || f.Git.Source.Line < 1:
+		if f.Git != nil && f.Git.State == GitUnset && f.Git.Source == nil {
+			return "", lineEdit{}, UnsupportedNotInGit
+		}
+		return "", lineEdit{}, UnsupportedNotManifest
 	}
 	scalar, ok := yamlScalar(f.Planned)
 	content, found := files[f.Git.Source.Path]
 	lines := strings.Split(string(content), "\n")
 	if !ok || !found || f.Git.Source.Line > len(lines) {
-		return "", 0, "", UnsupportedValueShape
+		return "", lineEdit{}, UnsupportedValueShape
+	}
+	if f.Git.State == GitUnset {
+		e, reason := addition(content, f.Git.Source.Line, f.Field, scalar)
+		return f.Git.Source.Path, e, reason
 	}
 	m := lineValue.FindStringSubmatch(lines[f.Git.Source.Line-1])
 	if m == nil {
-		return "", 0, "", UnsupportedValueShape
+		return "", lineEdit{}, UnsupportedValueShape
 	}
-	return f.Git.Source.Path, f.Git.Source.Line, m[1] + scalar + m[3], ""
+	text := m[1] + scalar + m[3]
+	return f.Git.Source.Path, lineEdit{line: f.Git.Source.Line, replace: &text}, ""
 }
 
 // plainScalar is text YAML reads back as the same string unquoted.
@@ -221,60 +231,6 @@ func yamlScalar(v json.RawMessage) (string, bool) {
 		return string(b), err == nil
 	}
 	return "", false
-}
-
-// diffContext is the lines of context around each changed line.
-const diffContext = 3
-
-// diff writes a unified diff of the line edits to one file; false when a
-// hunk's context would hold a value the masker masks (masking the context
-// would break git apply, showing it would leak it).
-func (s *GitChanges) diff(path string, content []byte, edits map[int]string) (string, bool) {
-	text := string(content)
-	trailingNewline := strings.HasSuffix(text, "\n")
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	masked := lines
-	if s.Masker != nil {
-		masked = strings.Split(strings.TrimSuffix(string(s.Masker.File(path, content).Content), "\n"), "\n")
-	}
-	changed := make([]int, 0, len(edits))
-	for l := range edits {
-		changed = append(changed, l)
-	}
-	slices.Sort(changed)
-	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", path, path)
-	for i := 0; i < len(changed); {
-		start := max(1, changed[i]-diffContext)
-		end := min(len(lines), changed[i]+diffContext)
-		j := i + 1
-		for j < len(changed) && changed[j]-diffContext <= end+1 {
-			end = min(len(lines), changed[j]+diffContext)
-			j++
-		}
-		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", start, end-start+1, start, end-start+1)
-		for l := start; l <= end; l++ {
-			if len(masked) != len(lines) || masked[l-1] != lines[l-1] {
-				return "", false
-			}
-			last := l == len(lines) && !trailingNewline
-			if repl, ok := edits[l]; ok {
-				writeDiffLine(&b, "-", lines[l-1], last)
-				writeDiffLine(&b, "+", repl, last)
-				continue
-			}
-			writeDiffLine(&b, " ", lines[l-1], last)
-		}
-		i = j
-	}
-	return b.String(), true
-}
-
-func writeDiffLine(b *strings.Builder, prefix, line string, noNewline bool) {
-	b.WriteString(prefix + line + "\n")
-	if noNewline {
-		b.WriteString("\\ No newline at end of file\n")
-	}
 }
 
 // Tool is git_change for the agent: the patch as text (each file's diff,

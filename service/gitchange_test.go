@@ -142,3 +142,60 @@ func TestYAMLScalar(t *testing.T) {
 		t.Error("an object is written on one line")
 	}
 }
+
+// TestGitChangeAddsFields checks fields Git does not set: they are added
+// under the deepest mapping of the pointer that exists, at its keys'
+// indentation, and the patch applies; in a file without a final newline
+// too. A pointer through a list is left out.
+func TestGitChangeAddsFields(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("this test applies patches with the git CLI: install git (e.g. apt-get install git)")
+	}
+	const path = "deploy.yaml"
+	unset := &GitValue{State: GitUnset, Source: &GitSource{Revision: "c1", Path: path, Line: 2, Via: "manifest"}}
+	for name, c := range map[string]struct{ content, want string }{
+		"Newline": {gitChangeManifest, strings.NewReplacer("  name: web   #", "  labels:\n    tier: web\n  name: web   #",
+			"  replicas: 1 #", "  paused: true\n  replicas: 3 #").Replace(gitChangeManifest)},
+		"NoFinalNewline": {strings.TrimSuffix(gitChangeManifest, "\n"), strings.TrimSuffix(strings.NewReplacer(
+			"  name: web   #", "  labels:\n    tier: web\n  name: web   #",
+			"  replicas: 1 #", "  paused: true\n  replicas: 3 #").Replace(gitChangeManifest), "\n")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plan := planWith(t,
+				FieldPreview{Field: "/spec/paused", Planned: json.RawMessage(`true`), Git: unset},
+				FieldPreview{Field: "/metadata/labels/tier", Planned: json.RawMessage(`"web"`), Git: unset},
+				FieldPreview{Field: "/spec/replicas", Planned: json.RawMessage(`3`), Git: gitSet(path, 7, `1`)},
+				FieldPreview{Field: "/spec/template/spec/containers/0/resources/limits/cpu", Planned: json.RawMessage(`"1"`), Git: unset},
+			)
+			fields, revision, err := gitFields(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := (&GitChanges{}).build("r", revision, fields, map[string][]byte{path: []byte(c.content)})
+			if b, _ := json.Marshal(ch.Unsupported); string(b) != `[{"field":"/spec/template/spec/containers/0/resources/limits/cpu","reason":"value_shape"}]` {
+				t.Errorf("unsupported %s", b)
+			}
+			if len(ch.Files) != 1 {
+				t.Fatalf("files %+v", ch.Files)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, path), []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			patch := filepath.Join(t.TempDir(), "p.patch")
+			if err := os.WriteFile(patch, []byte(ch.Files[0].Diff), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(git, "apply", patch)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git apply: %v\n%s\npatch:\n%s", err, out, ch.Files[0].Diff)
+			}
+			got, _ := os.ReadFile(filepath.Join(dir, path))
+			if string(got) != c.want {
+				t.Errorf("after git apply:\n%s\nwant:\n%s\npatch:\n%s", got, c.want, ch.Files[0].Diff)
+			}
+		})
+	}
+}

@@ -24,7 +24,9 @@ func (l *Locator) field(f service.FieldPreview, obj service.ObjectInfo, doc *yam
 	tokens, ok := service.SplitPointer(f.Field)
 	node, line, gitTokens, found := locate(doc, tokens, obj.Object)
 	if !ok || !found {
-		f.Git = &service.GitValue{State: service.GitUnset}
+		// Where the object's manifest is: the patch adds the field there.
+		at.Line = doc.Line
+		f.Git = &service.GitValue{State: service.GitUnset, Source: &at}
 		return f
 	}
 	at.Line = line

@@ -106,7 +106,7 @@ func TestLocatePlainManifest(t *testing.T) {
 		`{"field":"/spec/template/spec/containers/0/image","live":"nginx:1.26","git":{"state":"set","value":"nginx:1.27","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":18,"via":"manifest"}}}`,
 		`{"field":"/spec/template/spec/containers/0/env/1/value","live":"slow","git":{"state":"set","value":"fast","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":21,"via":"manifest"}}}`,
 		`{"field":"/spec/template/spec/containers/0/env/0/value","masked":true,"git":{"state":"set","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":23,"via":"manifest"}}}`,
-		`{"field":"/spec/paused","git":{"state":"unset"}}`,
+		`{"field":"/spec/paused","git":{"state":"unset","source":{"revision":"c1","path":"apps/plain/deploy.yaml","line":6,"via":"manifest"}}}`,
 	}
 	for i, f := range got {
 		b, _ := json.Marshal(f)
