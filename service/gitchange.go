@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	pathpkg "path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,7 +22,8 @@ const (
 	UnsupportedNotInGit        = "not_in_git"        // Git does not set the field (adding it is not done yet)
 	UnsupportedValueShape      = "value_shape"       // an object or list, or a value over several lines
 	UnsupportedSecretInContext = "secret_in_context" // the hunk's context would hold a masked value
-	UnsupportedNotManifest     = "not_manifest"      // set by something else than a plain manifest line
+	UnsupportedNotManifest     = "not_manifest"      // set by something else than a manifest or patch line
+	UnsupportedOutsideApp      = "outside_app_path"  // the file is outside the app's path (a base other apps share)
 )
 
 // GitChange is a plan's change written as a patch to the connected
@@ -56,6 +58,9 @@ type GitChanges struct {
 // planField is one field of a plan's Git change.
 type planField struct {
 	FieldPreview
+	// appPath is the source path of the app managing the resource ("" when
+	// not known): a file outside it may be another app's too.
+	appPath string
 }
 
 // Change answers the Git change of a plan the caller may see: 409
@@ -95,6 +100,9 @@ func (s *GitChanges) build(repoURL, revision string, fields []planField, files m
 	editedFields := map[string][]string{}
 	for _, f := range fields {
 		path, e, reason := editFor(f.FieldPreview, files)
+		if dir := pathpkg.Clean(f.appPath); reason == "" && f.appPath != "" && dir != "." && !strings.HasPrefix(path, dir+"/") {
+			reason = UnsupportedOutsideApp // a shared base: the change would reach other apps too
+		}
 		if reason == "" && edits[path].conflicts(e) {
 			reason = UnsupportedValueShape // two fields on one line
 		}
@@ -137,7 +145,7 @@ func gitFields(plan Plan) ([]planField, string, error) {
 	if w != nil {
 		for _, r := range w.Resources {
 			for _, f := range r.Fields {
-				fields = append(fields, planField{FieldPreview: f})
+				fields = append(fields, planField{FieldPreview: f, appPath: appPath(w, r.Application)})
 				state := "none"
 				if f.Git != nil {
 					state = f.Git.State
@@ -177,7 +185,7 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 		return "", lineEdit{}, UnsupportedMasked
 	case f.Planned == nil:
 		return "", lineEdit{}, UnsupportedNoPlannedValue
-	case f.Git == nil || f.Git.Source == nil || f.Git.Source.Via != "manifest" || f.Git.Source.Line < 1:
+	case f.Git == nil || f.Git.Source == nil || !editableVia(f) || f.Git.Source.Line < 1:
 		if f.Git != nil && f.Git.State == GitUnset && f.Git.Source == nil {
 			return "", lineEdit{}, UnsupportedNotInGit
 		}
@@ -258,4 +266,30 @@ func (s *GitChanges) Tool(ctx context.Context, p Principal, clusterID, planID, l
 		fmt.Fprintf(&b, "not in the patch: %s (%s)\n", u.Field, u.Reason)
 	}
 	return toolAnswer(b.String(), nil, lang)
+}
+
+// editableVia reports a field whose Git line the patch may rewrite (or,
+// unset, whose manifest it may add to): a plain manifest, a kustomize
+// resource or patch, and the replicas transformer's count.
+func editableVia(f FieldPreview) bool {
+	switch f.Git.Source.Via {
+	case "manifest", "kustomize_resource":
+		return true
+	case "kustomize_patch":
+		return f.Git.State == GitSet
+	case "kustomize_transformer":
+		return f.Git.State == GitSet && f.Field == "/spec/replicas"
+	}
+	return false
+}
+
+// appPath is the source path of the app named in the warning ("" when it
+// is not listed or has several sources).
+func appPath(w *ArgoCDWarning, name string) string {
+	for _, a := range w.Applications {
+		if a.Name == name && len(a.Paths) <= 1 {
+			return a.Path
+		}
+	}
+	return ""
 }

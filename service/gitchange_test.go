@@ -199,3 +199,21 @@ func TestGitChangeAddsFields(t *testing.T) {
 		})
 	}
 }
+
+// TestGitChangeOutsideAppPath checks that a file outside the app's path (a
+// kustomize base other apps share) is not patched.
+func TestGitChangeOutsideAppPath(t *testing.T) {
+	w := ArgoCDWarning{Applications: []OwnershipApp{{Name: "web", Path: "overlays/prod", Paths: []string{"overlays/prod"}}},
+		Resources: []OwnershipResource{{Kind: "Deployment", Name: "web", Application: "web", Fields: []FieldPreview{
+			{Field: "/spec/replicas", Planned: json.RawMessage(`3`), Git: gitSet("base/deploy.yaml", 7, `1`)}}}}}
+	w.Resources[0].Fields[0].Git.Source.Via = "kustomize_resource"
+	payload, _ := json.Marshal(map[string]any{"argocd": w})
+	fields, revision, err := gitFields(Plan{Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := (&GitChanges{}).build("r", revision, fields, map[string][]byte{"base/deploy.yaml": []byte(gitChangeManifest)})
+	if len(ch.Files) != 0 || len(ch.Unsupported) != 1 || ch.Unsupported[0].Reason != UnsupportedOutsideApp {
+		t.Errorf("change %+v", ch)
+	}
+}

@@ -30,18 +30,40 @@ func (l *Locator) field(f service.FieldPreview, obj service.ObjectInfo, doc *yam
 		return f
 	}
 	at.Line = line
-	f.Git = &service.GitValue{State: service.GitSet, Source: &at}
-	if f.Masked || l.Masker == nil {
-		f.Masked = true
-		return f
-	}
 	var v any
-	gitDoc, err1 := docJSON(doc)
-	if node.Decode(&v) != nil || err1 != nil || l.Masker.MasksField(gitDoc, pointer(gitTokens), nil) {
+	if node.Decode(&v) != nil {
+		return l.fill(f, setting{source: at, masked: true})
+	}
+	return l.fill(f, setting{source: at, value: v, doc: doc, tokens: gitTokens})
+}
+
+// setting is where a field's desired value comes from: its source, the
+// value, and the document holding it (with the value's pointer there) for
+// the masker; masked when it cannot be judged.
+type setting struct {
+	source service.GitSource
+	value  any
+	doc    *yaml.Node
+	tokens []string
+	masked bool
+}
+
+// fill sets a field's Git part to a found value, masked when the field is,
+// when there is no masker, or when the masker masks the value in its
+// document (then the whole field is masked).
+func (l *Locator) fill(f service.FieldPreview, s setting) service.FieldPreview {
+	src := s.source
+	f.Git = &service.GitValue{State: service.GitSet, Source: &src}
+	if f.Masked || l.Masker == nil || s.masked {
 		f.Masked, f.Live, f.Planned = true, nil, nil
 		return f
 	}
-	if b, err := json.Marshal(v); err == nil {
+	gitDoc, err := docJSON(s.doc)
+	if err != nil || l.Masker.MasksField(gitDoc, pointer(s.tokens), nil) {
+		f.Masked, f.Live, f.Planned = true, nil, nil
+		return f
+	}
+	if b, err := json.Marshal(s.value); err == nil {
 		f.Git.Value = b
 	}
 	return f

@@ -74,7 +74,10 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 		}
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: reason})
 	}
-	if !plainDirectory(files, src.Path) {
+	switch sourceType(files, src.Path) {
+	case "kustomize":
+		return l.kustomize(files, src, app, obj, commit, fields)
+	case "helm":
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
 	}
 	ix := l.objects(c, src, app, commit, files)
@@ -121,15 +124,64 @@ func (l *Locator) tree(ctx context.Context, c service.Cluster, src service.AppSo
 	return files, revision, err
 }
 
-// plainDirectory reports a directory source: no kustomization and no chart
-// in the source's folder, as Argo CD's repo server decides.
-func plainDirectory(files map[string][]byte, dir string) bool {
-	for _, name := range append(service.KustomizationNames(), "Chart.yaml") {
+// sourceType is how Argo CD's repo server reads the source's folder:
+// kustomize (a kustomization), helm (a Chart.yaml) or directory.
+func sourceType(files map[string][]byte, dir string) string {
+	for _, name := range service.KustomizationNames() {
 		if _, ok := files[path.Join(dir, name)]; ok {
-			return false
+			return "kustomize"
 		}
 	}
-	return true
+	if _, ok := files[path.Join(dir, "Chart.yaml")]; ok {
+		return "helm"
+	}
+	return "directory"
+}
+
+// kustomize fills the fields from a kustomize source's trace: the
+// resource, the last patch, or the transformer that sets each field.
+func (l *Locator) kustomize(files map[string][]byte, src service.AppSource, app service.Application, obj service.ObjectInfo,
+	commit string, fields []service.FieldPreview) []service.FieldPreview {
+	dir := path.Clean(src.Path)
+	var size int64
+	for name, b := range files {
+		if strings.HasPrefix(name, dir+"/") || dir == "." {
+			size += int64(len(b))
+		}
+	}
+	if size > MaxSourceBytes {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
+	}
+	objs, err := kustomizeObjects(files, dir, 0)
+	if err != nil {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
+	}
+	var o *kobj
+	for _, cand := range objs {
+		ns := cand.ns
+		if ns == "" {
+			ns = app.Destination.Namespace
+		}
+		if cand.key == (objectKey{obj.Group, obj.Kind, obj.Name}) && (!obj.Namespaced || ns == obj.Namespace) {
+			o = cand
+			break
+		}
+	}
+	if o == nil {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
+	}
+	out := slices.Clone(fields)
+	for i, f := range out {
+		tokens, ok := service.SplitPointer(f.Field)
+		s, set := kustomizeField(o, tokens, obj.Object, commit)
+		if !ok || !set {
+			out[i].Git = &service.GitValue{State: service.GitUnset,
+				Source: &service.GitSource{Revision: commit, Path: o.file, Line: o.node.Line, Via: ViaKustomizeResource}}
+			continue
+		}
+		out[i] = l.fill(f, s)
+	}
+	return out
 }
 
 // objectKey names a manifest by group, kind and name.

@@ -141,7 +141,7 @@ func TestLocateUnavailable(t *testing.T) {
 	multi.Sources = append(multi.Sources, app.Sources[0])
 	missingRev := app
 	missingRev.Sync.Revision = "c9"
-	kustomize := trees{"c1": {"apps/plain/kustomization.yaml": []byte("resources: [deploy.yaml]\n"), "apps/plain/deploy.yaml": []byte(deployment)}}
+	helm := trees{"c1": {"apps/plain/Chart.yaml": []byte("apiVersion: v2\nname: web\nversion: 0.1.0\n"), "apps/plain/deploy.yaml": []byte(deployment)}}
 	otherObj := obj
 	otherObj.Name = "api"
 	cancelled, cancel := context.WithCancel(bg)
@@ -158,9 +158,9 @@ func TestLocateUnavailable(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, c.got, c.want)
 		}
 	}
-	l.Fetcher = kustomize
+	l.Fetcher = helm
 	if got := state(c, app, obj, bg); got != "unavailable source_type_unsupported" {
-		t.Errorf("kustomize: %q", got)
+		t.Errorf("helm: %q", got)
 	}
 	l.Fetcher = trees{}
 	if got := l.Locate(bg, c, app, obj, fields)[0].Git; got.State != service.GitUnavailable || got.Reason == "" {

@@ -98,6 +98,8 @@ func checkAnswers(t *testing.T, answers map[string]string) {
 		{"self_heal:", `"git":{"state":"set","value":"nginx:1.27","source":{`},
 		{"self_heal:", `"path":"apps/plain/deployment.yaml","line":14,"via":"manifest"}`},
 		{"matches_git:", `"level_cause":"matches_git"`},
+		{"kustomize:", `"git":{"state":"set","value":2,"source":{`},
+		{"kustomize:", `"path":"apps/kustomize/deployment.yaml","line":6,"via":"kustomize_resource"}`},
 		{"the same change as a patch", `"path":"apps/plain/deployment.yaml","diff":"--- a/apps/plain/deployment.yaml`},
 		{"the same change as a patch", `+          image: nginx:1.28`},
 		{"the agent's tool: the same patch", `+          image: nginx:1.28`},

@@ -1,0 +1,381 @@
+package gitpreview
+
+import (
+	"errors"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kukie/gitops-server/service"
+)
+
+// How a kustomize source sets a field.
+const (
+	ViaKustomizeResource    = "kustomize_resource"    // the resource file's own manifest
+	ViaKustomizePatch       = "kustomize_patch"       // the last patch that sets it (strategic merge or JSON 6902)
+	ViaKustomizeTransformer = "kustomize_transformer" // the kustomization's replicas: or images:
+)
+
+// maxKustomizeDepth bounds nested kustomizations (resources that are
+// folders with their own kustomization).
+const maxKustomizeDepth = 8
+
+var errKustomizeUnsupported = errors.New("kustomization not traced")
+
+// kobj is one object of a kustomization's output: its manifest, its name
+// as the kustomization's patches name it, and the patches and transformers
+// that apply to it, in the order kustomize applies them.
+type kobj struct {
+	key    objectKey
+	ns     string
+	file   string
+	node   *yaml.Node
+	layers []klayer
+}
+
+// klayer is one patch or transformer entry applied to an object.
+type klayer struct {
+	kind string // smp, json6902, replicas, images
+	file string
+	// lineOffset is added to node lines for patches inline in the
+	// kustomization (their YAML was parsed from a block scalar).
+	lineOffset int
+	node       *yaml.Node
+}
+
+// kustomizeObjects traces the kustomization in dir: its resources (files,
+// and folders with their own kustomization), then its patches (patches,
+// then patchesStrategicMerge, then patchesJson6902, as kustomize's
+// FixKustomization orders them — api/types/fix.go upstream), then its
+// replicas and images transformers, then namePrefix, nameSuffix and
+// namespace. Remote resources, components and generators' outputs are not
+// traced (errKustomizeUnsupported).
+func kustomizeObjects(files map[string][]byte, dir string, depth int) ([]*kobj, error) {
+	if depth > maxKustomizeDepth {
+		return nil, errKustomizeUnsupported
+	}
+	kfile, k := kustomizationIn(files, dir)
+	if k == nil {
+		return nil, errKustomizeUnsupported
+	}
+	if value(k, "components") != nil {
+		return nil, errKustomizeUnsupported
+	}
+	var objs []*kobj
+	for _, entry := range scalars(value(k, "resources")) {
+		more, err := kustomizeResource(files, path.Join(dir, entry), entry, depth)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
+	}
+	for _, p := range kustomizePatches(files, dir, kfile, k) {
+		for _, o := range objs {
+			if p.targets(o) {
+				o.layers = append(o.layers, p.layer)
+			}
+		}
+	}
+	kustomizeTransformers(kfile, k, objs)
+	prefix, suffix, ns := scalar(k, "namePrefix"), scalar(k, "nameSuffix"), scalar(k, "namespace")
+	for _, o := range objs {
+		o.key.name = prefix + o.key.name + suffix
+		if ns != "" {
+			o.ns = ns
+		}
+	}
+	return objs, nil
+}
+
+// kustomizationIn is the kustomization file of dir and its mapping.
+func kustomizationIn(files map[string][]byte, dir string) (string, *yaml.Node) {
+	for _, name := range service.KustomizationNames() {
+		p := path.Join(dir, name)
+		if b, ok := files[p]; ok {
+			var doc yaml.Node
+			if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+				return p, nil
+			}
+			return p, doc.Content[0]
+		}
+	}
+	return "", nil
+}
+
+// kustomizeResource reads one resources entry: a manifest file, or a folder
+// with its own kustomization.
+func kustomizeResource(files map[string][]byte, p, entry string, depth int) ([]*kobj, error) {
+	if strings.Contains(entry, "://") || strings.HasPrefix(entry, "github.com/") {
+		return nil, errKustomizeUnsupported
+	}
+	b, ok := files[p]
+	if !ok {
+		return kustomizeObjects(files, p, depth+1)
+	}
+	var objs []*kobj
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	for {
+		var doc yaml.Node
+		if dec.Decode(&doc) != nil {
+			return objs, nil
+		}
+		if len(doc.Content) != 1 {
+			continue
+		}
+		m := doc.Content[0]
+		key, _, ok := identity(m, service.Application{})
+		if ok {
+			objs = append(objs, &kobj{key: key, ns: scalar(value(m, "metadata"), "namespace"), file: p, node: m})
+		}
+	}
+}
+
+func scalars(n *yaml.Node) []string {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []string
+	for _, item := range n.Content {
+		if item = resolve(item); item.Kind == yaml.ScalarNode {
+			out = append(out, item.Value)
+		}
+	}
+	return out
+}
+
+// kpatch is one patch of a kustomization with what it applies to.
+type kpatch struct {
+	layer  klayer
+	target *yaml.Node // the target selector; nil: the patch's own kind and name (strategic merge)
+}
+
+// targets reports whether the patch applies to o: its target selector's
+// group, kind, name (a regular expression, as kustomize reads it) and
+// namespace, or a strategic merge patch's own kind and name.
+func (p kpatch) targets(o *kobj) bool {
+	if p.target == nil {
+		if p.layer.kind != "smp" {
+			return false
+		}
+		key, _, ok := identity(p.layer.node, service.Application{})
+		return ok && key.kind == o.key.kind && key.name == o.key.name
+	}
+	if scalar(p.target, "labelSelector") != "" || scalar(p.target, "annotationSelector") != "" {
+		return false // not traced: such a patch is missed, never misattributed
+	}
+	if g := scalar(p.target, "group"); value(p.target, "group") != nil && g != o.key.group {
+		return false
+	}
+	if k := scalar(p.target, "kind"); k != "" && k != o.key.kind {
+		return false
+	}
+	if ns := scalar(p.target, "namespace"); ns != "" && ns != o.ns {
+		return false
+	}
+	if name := scalar(p.target, "name"); name != "" {
+		re, err := regexp.Compile("^(?:" + name + ")$")
+		if err != nil || !re.MatchString(o.key.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// kustomizePatches reads the kustomization's patches in the order
+// kustomize applies them.
+func kustomizePatches(files map[string][]byte, dir, kfile string, k *yaml.Node) []kpatch {
+	var out []kpatch
+	read := func(entry *yaml.Node, targetKey string) {
+		entry = resolve(entry)
+		if entry == nil {
+			return
+		}
+		var body *yaml.Node
+		file, offset := kfile, 0
+		switch {
+		case entry.Kind == yaml.ScalarNode && !strings.Contains(entry.Value, "\n"):
+			file = path.Join(dir, entry.Value) // patchesStrategicMerge: a file
+		case entry.Kind == yaml.ScalarNode:
+			body, offset = parsePatch(entry.Value), entry.Line
+		case value(entry, "path") != nil:
+			file = path.Join(dir, scalar(entry, "path"))
+		case value(entry, "patch") != nil:
+			v := value(entry, "patch")
+			body, offset = parsePatch(v.Value), v.Line
+		}
+		if body == nil {
+			var doc yaml.Node
+			if b, ok := files[file]; !ok || yaml.Unmarshal(b, &doc) != nil || len(doc.Content) != 1 {
+				return
+			}
+			body = doc.Content[0]
+		}
+		kind := "smp"
+		if body.Kind == yaml.SequenceNode {
+			kind = "json6902"
+		}
+		var target *yaml.Node
+		if targetKey != "" {
+			target = value(entry, targetKey)
+		}
+		out = append(out, kpatch{layer: klayer{kind: kind, file: file, lineOffset: offset, node: body}, target: target})
+	}
+	for _, field := range []string{"patches", "patchesStrategicMerge", "patchesJson6902"} {
+		list := resolve(value(k, field))
+		if list == nil || list.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, entry := range list.Content {
+			targetKey := "target"
+			if field == "patchesStrategicMerge" {
+				targetKey = ""
+			}
+			read(entry, targetKey)
+		}
+	}
+	return out
+}
+
+// parsePatch parses a patch written inline in the kustomization.
+func parsePatch(text string) *yaml.Node {
+	var doc yaml.Node
+	if yaml.Unmarshal([]byte(text), &doc) != nil || len(doc.Content) != 1 {
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// kustomizeTransformers adds the kustomization's replicas and images
+// entries to the objects they apply to (replicas by name; images to every
+// object, matched per container when a field is traced).
+func kustomizeTransformers(kfile string, k *yaml.Node, objs []*kobj) {
+	if list := resolve(value(k, "replicas")); list != nil && list.Kind == yaml.SequenceNode {
+		for _, entry := range list.Content {
+			for _, o := range objs {
+				if scalar(entry, "name") == o.key.name {
+					o.layers = append(o.layers, klayer{kind: "replicas", file: kfile, node: resolve(entry)})
+				}
+			}
+		}
+	}
+	if list := resolve(value(k, "images")); list != nil && list.Kind == yaml.SequenceNode {
+		for _, o := range objs {
+			o.layers = append(o.layers, klayer{kind: "images", file: kfile, node: list})
+		}
+	}
+}
+
+// kustomizeField traces one field of o: the resource's own value, then
+// each layer in order; the last that sets it wins. found is false when the
+// field is unset in the output.
+func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting, bool) {
+	var s setting
+	set := false
+	if node, line, gitTokens, ok := locate(o.node, tokens, live); ok {
+		var v any
+		s = setting{source: service.GitSource{Revision: commit, Path: o.file, Line: line, Via: ViaKustomizeResource},
+			doc: o.node, tokens: gitTokens, masked: node.Decode(&v) != nil, value: v}
+		set = true
+	}
+	for _, l := range o.layers {
+		switch l.kind {
+		case "smp":
+			if node, line, gitTokens, ok := locate(l.node, tokens, live); ok {
+				var v any
+				s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: line + l.lineOffset, Via: ViaKustomizePatch},
+					doc: l.node, tokens: gitTokens, masked: node.Decode(&v) != nil, value: v}
+				set = true
+			}
+		case "json6902":
+			s, set = json6902(l, tokens, s, set, commit)
+		case "replicas":
+			if pointer(tokens) == "/spec/replicas" {
+				if k, c := entry(l.node, "count"); k != nil {
+					n, err := strconv.Atoi(c.Value)
+					s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line, Via: ViaKustomizeTransformer},
+						doc: l.node, tokens: []string{"count"}, value: n, masked: err != nil}
+					set = true
+				}
+			}
+		case "images":
+			s, set = images(l, tokens, s, set, commit)
+		}
+	}
+	return s, set
+}
+
+// json6902 applies a JSON 6902 patch's operations on the field: add or
+// replace at the field's pointer sets it, remove at it or above unsets it.
+func json6902(l klayer, tokens []string, s setting, set bool, commit string) (setting, bool) {
+	want := pointer(tokens)
+	for i, op := range l.node.Content {
+		p := scalar(op, "path")
+		switch scalar(op, "op") {
+		case "add", "replace":
+			if p == want {
+				k, v := entry(op, "value")
+				if k == nil {
+					continue
+				}
+				var val any
+				s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line + l.lineOffset, Via: ViaKustomizePatch},
+					doc: l.node, tokens: []string{strconv.Itoa(i), "value"}, masked: v.Decode(&val) != nil, value: val}
+				set = true
+			}
+		case "remove":
+			if p == want || strings.HasPrefix(want, p+"/") {
+				s, set = setting{}, false
+			}
+		}
+	}
+	return s, set
+}
+
+// containerImage matches a pointer to a container's image.
+var containerImage = regexp.MustCompile(`^(?:/spec/template)?/spec/(?:init|ephemeral)?[cC]ontainers/\d+/image$`)
+
+// images applies the kustomization's images entries to a container's
+// image: an entry whose name is the image's name (without tag or digest)
+// sets newName, newTag and digest.
+func images(l klayer, tokens []string, s setting, set bool, commit string) (setting, bool) {
+	current, ok := s.value.(string)
+	if !set || !ok || !containerImage.MatchString(pointer(tokens)) {
+		return s, set
+	}
+	name, tag := splitImage(current)
+	for i, e := range l.node.Content {
+		if scalar(e, "name") != name {
+			continue
+		}
+		newName, newTag, digest := name, tag, ""
+		if n := scalar(e, "newName"); n != "" {
+			newName = n
+		}
+		if t := scalar(e, "newTag"); t != "" {
+			newTag = ":" + t
+		}
+		if d := scalar(e, "digest"); d != "" {
+			newTag, digest = "", "@"+d
+		}
+		k, _ := entry(e, "name")
+		return setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line, Via: ViaKustomizeTransformer},
+			doc: l.node, tokens: []string{strconv.Itoa(i)}, value: newName + newTag + digest}, true
+	}
+	return s, set
+}
+
+// splitImage splits an image into its name and its ":tag" or "@digest".
+func splitImage(image string) (string, string) {
+	if i := strings.Index(image, "@"); i >= 0 {
+		return image[:i], image[i:]
+	}
+	slash := strings.LastIndex(image, "/")
+	if i := strings.LastIndex(image, ":"); i > slash {
+		return image[:i], image[i:]
+	}
+	return image, ""
+}
