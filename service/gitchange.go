@@ -24,6 +24,7 @@ const (
 	UnsupportedSecretInContext = "secret_in_context" // the hunk's context would hold a masked value
 	UnsupportedNotManifest     = "not_manifest"      // set by something else than a manifest or patch line
 	UnsupportedOutsideApp      = "outside_app_path"  // the file is outside the app's path (a base other apps share)
+	UnsupportedOtherRevision   = "other_revision"    // found at another commit than the patch's base (another app)
 )
 
 // GitChange is a plan's change written as a patch to the connected
@@ -100,6 +101,9 @@ func (s *GitChanges) build(repoURL, revision string, fields []planField, files m
 	editedFields := map[string][]string{}
 	for _, f := range fields {
 		path, e, reason := editFor(f.FieldPreview, files)
+		if reason == "" && f.Git.Source.Revision != revision {
+			reason = UnsupportedOtherRevision // another app's field, synced at another commit
+		}
 		if dir := pathpkg.Clean(f.appPath); reason == "" && f.appPath != "" && dir != "." && !strings.HasPrefix(path, dir+"/") {
 			reason = UnsupportedOutsideApp // a shared base: the change would reach other apps too
 		}
@@ -197,20 +201,41 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 	if !ok || !found || f.Git.Source.Line > len(lines) {
 		return "", lineEdit{}, UnsupportedValueShape
 	}
+	if ext := strings.ToLower(pathpkg.Ext(f.Git.Source.Path)); ext != ".yaml" && ext != ".yml" {
+		return "", lineEdit{}, UnsupportedNotManifest // JSON manifests are not rewritten line by line
+	}
 	if f.Git.State == GitUnset {
 		e, reason := addition(content, f.Git.Source.Line, f.Field, scalar)
 		return f.Git.Source.Path, e, reason
 	}
-	m := lineValue.FindStringSubmatch(lines[f.Git.Source.Line-1])
-	if m == nil {
+	line, cr := strings.CutSuffix(lines[f.Git.Source.Line-1], "\r")
+	m := lineValue.FindStringSubmatch(line)
+	if m == nil || !namesKey(m[1], f.Field) {
 		return "", lineEdit{}, UnsupportedValueShape
 	}
 	text := m[1] + scalar + m[3]
+	if cr {
+		text += "\r"
+	}
 	return f.Git.Source.Path, lineEdit{line: f.Git.Source.Line, replace: &text}, ""
 }
 
+// namesKey reports whether a line's key part names the pointer's last
+// token (or, for a JSON 6902 patch and the replicas transformer, value and
+// count): the line found is the field's.
+func namesKey(keyPart, pointer string) bool {
+	tokens, ok := SplitPointer(pointer)
+	if !ok || len(tokens) == 0 {
+		return false
+	}
+	key := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(keyPart), ":"))
+	key = strings.TrimSpace(strings.TrimPrefix(key, "-"))
+	key = strings.Trim(key, `"'`)
+	return key == tokens[len(tokens)-1] || key == "value" || key == "count"
+}
+
 // plainScalar is text YAML reads back as the same string unquoted.
-var plainScalar = regexp.MustCompile(`^[A-Za-z_./][A-Za-z0-9_./:@+=-]*$`)
+var plainScalar = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9_./:@+=-]*$`)
 
 // yamlScalar writes a planned JSON scalar as YAML reads it back: numbers,
 // booleans and null as they are, a string plain when YAML would not read

@@ -126,9 +126,16 @@ func (s *GitChanges) diff(path string, content []byte, edits fileEdits) (string,
 	text := string(content)
 	trailingNewline := strings.HasSuffix(text, "\n")
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	masked := lines
+	// The values the masker masks in the file: a hunk whose lines hold one
+	// is not written. Compared by value, as the masker re-emits YAML in its
+	// own layout.
+	var secrets []string
 	if s.Masker != nil {
-		masked = strings.Split(strings.TrimSuffix(string(s.Masker.File(path, content).Content), "\n"), "\n")
+		for _, v := range s.Masker.File(path, content).Secrets {
+			if strings.TrimSpace(v) != "" {
+				secrets = append(secrets, v)
+			}
+		}
 	}
 	var ops []diffOp
 	var changed []int
@@ -158,8 +165,10 @@ func (s *GitChanges) diff(path string, content []byte, edits fileEdits) (string,
 		}
 		hunk := ops[start : end+1]
 		for _, op := range hunk {
-			if op.kind != '+' && (len(masked) != len(lines) || masked[op.oldLine-1] != op.text) {
-				return "", false
+			for _, secret := range secrets {
+				if strings.Contains(op.text, secret) {
+					return "", false
+				}
 			}
 		}
 		oldStart, newStart := hunkStarts(ops, start)

@@ -98,7 +98,8 @@ func TestGitChangeApplies(t *testing.T) {
 type secretLines struct{}
 
 func (secretLines) File(_ string, content []byte) MaskedText {
-	return MaskedText{Content: []byte(strings.ReplaceAll(string(content), "hunter2-in-git-value", "<masked>"))}
+	return MaskedText{Content: []byte(strings.ReplaceAll(string(content), "hunter2-in-git-value", "<masked>")),
+		Secrets: []string{"hunter2-in-git-value"}}
 }
 
 func (secretLines) Redactor([]string, ...Redactor) Redactor { return nil }
@@ -132,7 +133,7 @@ func TestGitChangeUnavailable(t *testing.T) {
 func TestYAMLScalar(t *testing.T) {
 	for in, want := range map[string]string{
 		`3`: "3", `1.5`: "1.5", `true`: "true", `null`: "null", `"nginx:1.28"`: "nginx:1.28",
-		`"yes"`: `"yes"`, `"123"`: `"123"`, `"a b"`: `"a b"`, `"key: v"`: `"key: v"`,
+		`"yes"`: `"yes"`, `"123"`: `"123"`, `"a b"`: `"a b"`, `"key: v"`: `"key: v"`, `".5"`: `".5"`, `".inf"`: `".inf"`,
 	} {
 		if got, ok := yamlScalar(json.RawMessage(in)); !ok || got != want {
 			t.Errorf("yamlScalar(%s) = %q, %v; want %q", in, got, ok, want)

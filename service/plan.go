@@ -278,7 +278,7 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	created, replayed, err := s.Store.CreatePlan(ctx, NewPlan{Plan: plan, Resolved: resolved, IdempotencyKey: idempotencyKey,
 		Fingerprint: fingerprint}, now)
 	if err == nil && !replayed && pendingGit {
-		s.fillPending(created, cluster)
+		s.fillPending(created)
 	}
 	return created, replayed, err
 }

@@ -176,11 +176,11 @@ func compactChanges(resources []ResourceRef) []ResourceRef {
 type ValueMasker interface {
 	// MasksValue judges a planned value alone, at input.
 	MasksValue(group, kind, pointer string, value json.RawMessage) bool
-	// MasksField judges a field in its object (a live object as JSON):
-	// whether masking the object — with value placed at pointer when value
-	// is not nil — masks anything at or under pointer. Something it cannot
-	// judge counts as masked.
-	MasksField(object json.RawMessage, pointer string, value json.RawMessage) bool
+	// MaskedFields judges fields in their object (a live or Git object as
+	// JSON), masked once with every planned value placed first: for each
+	// pointer, whether anything at or under it was masked. Something it
+	// cannot judge counts as masked.
+	MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) map[string]bool
 }
 
 // DropMaskedChanges removes the planned values m would mask, keeping their

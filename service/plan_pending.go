@@ -13,9 +13,13 @@ import (
 // later detection finds the tree cached.
 var DefaultPendingPauses = []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute}
 
-// maxPendingFills bounds the plans completed in the background at once per
-// replica; a plan beyond it keeps its pending fields (approval detects again).
-const maxPendingFills = 16
+// Bounds of the plans completed in the background at once per replica, in
+// all and per team (one team's slow Git host cannot hold every slot); a
+// plan beyond them keeps its pending fields (approval detects again).
+const (
+	maxPendingFills        = 16
+	maxPendingFillsPerTeam = 2
+)
 
 // errPlanMoved aborts a fill: the plan was approved, rejected or changed
 // since it was created.
@@ -23,8 +27,33 @@ var errPlanMoved = errors.New("the plan changed since its detection")
 
 // pendingFills is the background completion of pending Git fields.
 type pendingFills struct {
-	once  sync.Once
-	slots chan struct{}
+	mu     sync.Mutex
+	total  int
+	byTeam map[string]int
+}
+
+// take reserves a slot for team, false when none is free.
+func (f *pendingFills) take(team string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byTeam == nil {
+		f.byTeam = map[string]int{}
+	}
+	if f.total >= maxPendingFills || f.byTeam[team] >= maxPendingFillsPerTeam {
+		return false
+	}
+	f.total++
+	f.byTeam[team]++
+	return true
+}
+
+func (f *pendingFills) release(team string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.total--
+	if f.byTeam[team]--; f.byTeam[team] == 0 {
+		delete(f.byTeam, team)
+	}
 }
 
 // hasPendingGit reports whether a warning holds a field whose Git state is
@@ -49,21 +78,23 @@ func hasPendingGit(w *ArgoCDWarning) bool {
 // pending and unchanged since creation (compare-and-set on updated_at), so
 // an approval's re-detection is never overwritten. Lost on restart:
 // approval detects again. The app polls GET /v1/plans/{id}.
-func (s *Plans) fillPending(plan Plan, cluster Cluster) {
-	s.pending.once.Do(func() { s.pending.slots = make(chan struct{}, maxPendingFills) })
-	select {
-	case s.pending.slots <- struct{}{}:
-	default:
+func (s *Plans) fillPending(plan Plan) {
+	if !s.pending.take(plan.TeamID) {
 		return // busy: approval detects again
 	}
 	go func() {
-		defer func() { <-s.pending.slots }()
+		defer s.pending.release(plan.TeamID)
 		pauses := s.PendingPauses
 		if pauses == nil {
 			pauses = DefaultPendingPauses
 		}
 		for _, pause := range pauses {
 			time.Sleep(pause)
+			// The cluster as it is now: its access or repository may have changed.
+			cluster, err := s.Clusters.GetCluster(context.Background(), plan.TeamID, plan.ClusterID)
+			if err != nil {
+				return
+			}
 			own := s.Detector.Detect(context.Background(), cluster, WithTool(plan.Resources, plan.Tool), "ko")
 			if own.Skipped != nil || hasPendingGit(own.ArgoCD) {
 				continue

@@ -32,7 +32,7 @@ type kobj struct {
 	key    objectKey
 	ns     string
 	file   string
-	node   *yaml.Node
+	doc    *docMask
 	layers []klayer
 }
 
@@ -44,6 +44,7 @@ type klayer struct {
 	// kustomization (their YAML was parsed from a block scalar).
 	lineOffset int
 	node       *yaml.Node
+	doc        *docMask // node, for the masker
 }
 
 // kustomizeObjects traces the kustomization in dir: its resources (files,
@@ -126,9 +127,12 @@ func kustomizeResource(files map[string][]byte, p, entry string, depth int) ([]*
 			continue
 		}
 		m := doc.Content[0]
+		if tooComplex(m) {
+			return nil, errKustomizeUnsupported
+		}
 		key, _, ok := identity(m, service.Application{})
 		if ok {
-			objs = append(objs, &kobj{key: key, ns: scalar(value(m, "metadata"), "namespace"), file: p, node: m})
+			objs = append(objs, &kobj{key: key, ns: scalar(value(m, "metadata"), "namespace"), file: p, doc: newDocMask(m)})
 		}
 	}
 }
@@ -222,7 +226,10 @@ func kustomizePatches(files map[string][]byte, dir, kfile string, k *yaml.Node) 
 		if targetKey != "" {
 			target = value(entry, targetKey)
 		}
-		out = append(out, kpatch{layer: klayer{kind: kind, file: file, lineOffset: offset, node: body}, target: target})
+		if tooComplex(body) {
+			return
+		}
+		out = append(out, kpatch{layer: klayer{kind: kind, file: file, lineOffset: offset, node: body, doc: newDocMask(body)}, target: target})
 	}
 	for _, field := range []string{"patches", "patchesStrategicMerge", "patchesJson6902"} {
 		list := resolve(value(k, field))
@@ -257,14 +264,15 @@ func kustomizeTransformers(kfile string, k *yaml.Node, objs []*kobj) {
 		for _, entry := range list.Content {
 			for _, o := range objs {
 				if scalar(entry, "name") == o.key.name {
-					o.layers = append(o.layers, klayer{kind: "replicas", file: kfile, node: resolve(entry)})
+					o.layers = append(o.layers, klayer{kind: "replicas", file: kfile, node: resolve(entry), doc: newDocMask(resolve(entry))})
 				}
 			}
 		}
 	}
 	if list := resolve(value(k, "images")); list != nil && list.Kind == yaml.SequenceNode {
+		doc := newDocMask(list)
 		for _, o := range objs {
-			o.layers = append(o.layers, klayer{kind: "images", file: kfile, node: list})
+			o.layers = append(o.layers, klayer{kind: "images", file: kfile, node: list, doc: doc})
 		}
 	}
 }
@@ -275,10 +283,11 @@ func kustomizeTransformers(kfile string, k *yaml.Node, objs []*kobj) {
 func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting, bool) {
 	var s setting
 	set := false
-	if node, line, gitTokens, ok := locate(o.node, tokens, live); ok {
+	if node, line, gitTokens, ok := locate(o.doc.node, tokens, live); ok {
 		var v any
+		err := node.Decode(&v)
 		s = setting{source: service.GitSource{Revision: commit, Path: o.file, Line: line, Via: ViaKustomizeResource},
-			doc: o.node, tokens: gitTokens, masked: node.Decode(&v) != nil, value: v}
+			doc: o.doc, tokens: gitTokens, masked: err != nil, value: v}
 		set = true
 	}
 	for _, l := range o.layers {
@@ -286,8 +295,9 @@ func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting,
 		case "smp":
 			if node, line, gitTokens, ok := locate(l.node, tokens, live); ok {
 				var v any
+				err := node.Decode(&v)
 				s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: line + l.lineOffset, Via: ViaKustomizePatch},
-					doc: l.node, tokens: gitTokens, masked: node.Decode(&v) != nil, value: v}
+					doc: l.doc, tokens: gitTokens, masked: err != nil, value: v}
 				set = true
 			}
 		case "json6902":
@@ -297,7 +307,7 @@ func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting,
 				if k, c := entry(l.node, "count"); k != nil {
 					n, err := strconv.Atoi(c.Value)
 					s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line, Via: ViaKustomizeTransformer},
-						doc: l.node, tokens: []string{"count"}, value: n, masked: err != nil}
+						doc: l.doc, tokens: []string{"count"}, value: n, masked: err != nil}
 					set = true
 				}
 			}
@@ -322,8 +332,9 @@ func json6902(l klayer, tokens []string, s setting, set bool, commit string) (se
 					continue
 				}
 				var val any
+				err := v.Decode(&val)
 				s = setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line + l.lineOffset, Via: ViaKustomizePatch},
-					doc: l.node, tokens: []string{strconv.Itoa(i), "value"}, masked: v.Decode(&val) != nil, value: val}
+					doc: l.doc, tokens: []string{strconv.Itoa(i), "value"}, masked: err != nil, value: val}
 				set = true
 			}
 		case "remove":
@@ -363,7 +374,7 @@ func images(l klayer, tokens []string, s setting, set bool, commit string) (sett
 		}
 		k, _ := entry(e, "name")
 		return setting{source: service.GitSource{Revision: commit, Path: l.file, Line: k.Line, Via: ViaKustomizeTransformer},
-			doc: l.node, tokens: []string{strconv.Itoa(i)}, value: newName + newTag + digest}, true
+			doc: l.doc, tokens: []string{strconv.Itoa(i)}, value: newName + newTag + digest}, true
 	}
 	return s, set
 }

@@ -3,17 +3,14 @@
 // desired manifest at the revision Argo CD compares against
 // (status.sync.revision), the value Argo CD would put back, and the file
 // and 1-based line of the key that sets it. Plain manifests (directory
-// sources) are located; kustomize and Helm sources, and apps with several
-// sources, answer unavailable with a reason for now.
+// sources, index.go) and kustomizations (kustomize.go) are traced; Helm
+// sources and apps with several sources answer unavailable with a reason.
 package gitpreview
 
 import (
 	"context"
-	"encoding/json"
 	"path"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -85,14 +82,17 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
 	}
 	file, doc, found := ix.find(obj)
+	if !found && ix.skipped {
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
+	}
 	if !found {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
 	}
-	out := slices.Clone(fields)
-	for i, f := range out {
-		out[i] = l.field(f, obj, doc, service.GitSource{Revision: commit, Path: file, Via: ViaManifest})
+	settings, set := make([]setting, len(fields)), make([]bool, len(fields))
+	for i, f := range fields {
+		settings[i], set[i] = field(f, obj, doc, service.GitSource{Revision: commit, Path: file, Via: ViaManifest})
 	}
-	return out
+	return l.fillAll(fields, settings, set)
 }
 
 // source is the app's one Git source in the connected repository and the
@@ -170,163 +170,16 @@ func (l *Locator) kustomize(files map[string][]byte, src service.AppSource, app 
 	if o == nil {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonObjectNotRendered})
 	}
-	out := slices.Clone(fields)
-	for i, f := range out {
+	settings, set := make([]setting, len(fields)), make([]bool, len(fields))
+	for i, f := range fields {
 		tokens, ok := service.SplitPointer(f.Field)
-		s, set := kustomizeField(o, tokens, obj.Object, commit)
-		if !ok || !set {
-			out[i].Git = &service.GitValue{State: service.GitUnset,
-				Source: &service.GitSource{Revision: commit, Path: o.file, Line: o.node.Line, Via: ViaKustomizeResource}}
-			continue
-		}
-		out[i] = l.fill(f, s)
-	}
-	return out
-}
-
-// objectKey names a manifest by group, kind and name.
-type objectKey struct{ group, kind, name string }
-
-// placed is one manifest: its file, its namespace (the app's destination
-// namespace when it names none) and its mapping node.
-type placed struct {
-	file, namespace string
-	node            *yaml.Node
-}
-
-// index is where each object of a source's manifests is: parsed once per
-// commit and read, never changed, by every preview of that commit after.
-// bytes is the YAML it was parsed from (what the cache bound counts); a
-// source over MaxSourceBytes is not parsed (tooLarge).
-type index struct {
-	objects  map[objectKey][]placed
-	bytes    int64
-	tooLarge bool
-}
-
-// Bounds of what the preview parses and keeps: parsed YAML holds about a
-// dozen times its text.
-const (
-	// MaxSourceBytes is the most YAML of one source the preview parses.
-	MaxSourceBytes = 4 << 20
-	// MaxCachedBytes is the most YAML the cached indexes were parsed from.
-	MaxCachedBytes = 16 << 20
-)
-
-// find returns obj's manifest: the first with its group, kind and name,
-// and its namespace for a namespaced object.
-func (ix *index) find(obj service.ObjectInfo) (string, *yaml.Node, bool) {
-	for _, p := range ix.objects[objectKey{obj.Group, obj.Kind, obj.Name}] {
-		if !obj.Namespaced || p.namespace == obj.Namespace {
-			return p.file, p.node, true
+		settings[i], set[i] = kustomizeField(o, tokens, obj.Object, commit)
+		if !ok || !set[i] {
+			settings[i] = setting{source: service.GitSource{Revision: commit, Path: o.file, Line: o.doc.node.Line, Via: ViaKustomizeResource}}
+			set[i] = false
 		}
 	}
-	return "", nil, false
-}
-
-// objects is the source's index at commit, from the cache when it was
-// built before (keyed by team too: a team-only host's trees are the team's).
-func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.Application, commit string,
-	files map[string][]byte) *index {
-	key := strings.Join([]string{c.TeamID, service.NormalizeRepoURL(src.RepoURL), commit, path.Clean(src.Path),
-		strconv.FormatBool(recursive(src.Spec)), app.Destination.Namespace}, "\x00")
-	cache := l.cache()
-	if ix, ok := cache.Get(key); ok {
-		return ix
-	}
-	ix := buildIndex(files, src, app)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cache.Add(key, ix)
-	l.cachedBytes += ix.bytes
-	for l.cachedBytes > MaxCachedBytes && cache.Len() > 1 {
-		cache.RemoveOldest() // the eviction callback lowers cachedBytes
-	}
-	return ix
-}
-
-// DefaultIndexCacheSize bounds the indexes a Locator keeps (one per app
-// source and commit).
-const DefaultIndexCacheSize = 256
-
-func (l *Locator) cache() *lru.Cache[string, *index] {
-	l.once.Do(func() {
-		size := l.IndexCacheSize
-		if size <= 0 {
-			size = DefaultIndexCacheSize
-		}
-		// The callback runs within Add and RemoveOldest, under l.mu.
-		l.indexes, _ = lru.NewWithEvict(size, func(_ string, ix *index) { l.cachedBytes -= ix.bytes }) // size > 0: never fails
-	})
-	return l.indexes
-}
-
-// buildIndex reads the source's YAML files (the folder's own; every level
-// below when directory.recurse is set) in file order.
-func buildIndex(files map[string][]byte, src service.AppSource, app service.Application) *index {
-	dir := path.Clean(src.Path)
-	recurse := recursive(src.Spec)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		inside := path.Dir(name) == dir || (recurse && (dir == "." || strings.HasPrefix(name, dir+"/")))
-		if ext := strings.ToLower(path.Ext(name)); inside && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	ix := &index{objects: map[objectKey][]placed{}}
-	for _, name := range names {
-		ix.bytes += int64(len(files[name]))
-	}
-	if ix.bytes > MaxSourceBytes {
-		return &index{tooLarge: true}
-	}
-	for _, name := range names {
-		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
-		for {
-			var doc yaml.Node
-			if dec.Decode(&doc) != nil {
-				break // the end, or a document that does not parse: Argo CD would fail the render
-			}
-			if len(doc.Content) != 1 {
-				continue
-			}
-			m := doc.Content[0]
-			key, ns, ok := identity(m, app)
-			if ok {
-				ix.objects[key] = append(ix.objects[key], placed{file: name, namespace: ns, node: m})
-			}
-		}
-	}
-	return ix
-}
-
-// identity is a manifest's group, kind, name and namespace (the app's
-// destination namespace when it names none).
-func identity(m *yaml.Node, app service.Application) (objectKey, string, bool) {
-	meta := value(m, "metadata")
-	kind, name := scalar(m, "kind"), scalar(meta, "name")
-	if kind == "" || name == "" {
-		return objectKey{}, "", false
-	}
-	group := ""
-	if g, _, ok := strings.Cut(scalar(m, "apiVersion"), "/"); ok {
-		group = g
-	}
-	ns := scalar(meta, "namespace")
-	if ns == "" {
-		ns = app.Destination.Namespace
-	}
-	return objectKey{group, kind, name}, ns, true
-}
-
-func recursive(spec json.RawMessage) bool {
-	var s struct {
-		Directory struct {
-			Recurse bool `json:"recurse"`
-		} `json:"directory"`
-	}
-	return json.Unmarshal(spec, &s) == nil && s.Directory.Recurse
+	return l.fillAll(fields, settings, set)
 }
 
 // value is a mapping's value for key (aliases followed), nil when absent.

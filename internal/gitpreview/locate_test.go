@@ -195,3 +195,71 @@ func TestLocateBounds(t *testing.T) {
 		t.Errorf("%d indexes kept", n)
 	}
 }
+
+// TestLocateAliasesAndMergeKeys checks fields reached through YAML aliases
+// and << merges (the line is where this object uses them, not the anchor),
+// and list items matched by each list's own merge key (mounts by path).
+func TestLocateAliasesAndMergeKeys(t *testing.T) {
+	const manifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  <<: {replicas: 2}
+  template:
+    spec:
+      containers:
+        - name: a
+          resources: &r
+            limits: {cpu: "1"}
+          volumeMounts:
+            - {name: data, mountPath: /a}
+            - {name: data, mountPath: /b, readOnly: true}
+        - name: b
+          resources: *r
+`
+	tr := trees{"c1": {"apps/plain/deploy.yaml": []byte(manifest)}}
+	_, c, app, obj := fixture()
+	obj.Object = map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "b"},
+		map[string]any{"name": "a", "volumeMounts": []any{
+			map[string]any{"name": "data", "mountPath": "/b"}, map[string]any{"name": "data", "mountPath": "/a"}}}}}}}}
+	l := &Locator{Fetcher: tr, Masker: mustMasker(t)}
+	got := l.Locate(context.Background(), c, app, obj, []service.FieldPreview{
+		{Field: "/spec/replicas"},
+		{Field: "/spec/template/spec/containers/0/resources/limits/cpu"},
+		{Field: "/spec/template/spec/containers/1/volumeMounts/0/readOnly"},
+	})
+	want := []string{`2 6`, `"1" 17`, `true 15`}
+	for i, f := range got {
+		if f.Git == nil || f.Git.Source == nil || fmt.Sprintf("%s %d", f.Git.Value, f.Git.Source.Line) != want[i] {
+			b, _ := json.Marshal(f.Git)
+			t.Errorf("%s: %s, want value and line %s", f.Field, b, want[i])
+		}
+	}
+}
+
+// TestLocateDirectoryFilters checks directory.include and exclude: a file
+// Argo CD does not deploy is not where Git sets the field.
+func TestLocateDirectoryFilters(t *testing.T) {
+	tr, c, app, obj := fixture()
+	other := strings.Replace(deployment, "replicas: 1", "replicas: 9", 1)
+	tr["c1"] = map[string][]byte{"apps/plain/a-old.yaml": []byte(other), "apps/plain/deploy.yaml": []byte(deployment)}
+	l := &Locator{Fetcher: tr, Masker: mustMasker(t)}
+	at := func(spec string) string {
+		a := app
+		a.Sources = []service.AppSource{app.Sources[0]}
+		a.Sources[0].Spec = json.RawMessage(spec)
+		g := l.Locate(context.Background(), c, a, obj, []service.FieldPreview{{Field: "/spec/replicas"}})[0].Git
+		return fmt.Sprintf("%s %s", g.Value, g.Source.Path)
+	}
+	if got := at(`{}`); got != "9 apps/plain/a-old.yaml" {
+		t.Errorf("no filter: %s", got)
+	}
+	if got := at(`{"directory":{"exclude":"a-*.yaml"}}`); got != "1 apps/plain/deploy.yaml" {
+		t.Errorf("exclude: %s", got)
+	}
+	if got := at(`{"directory":{"include":"{deploy.yaml,x.yaml}"}}`); got != "1 apps/plain/deploy.yaml" {
+		t.Errorf("include: %s", got)
+	}
+}

@@ -24,52 +24,79 @@ func (m *Masker) MasksValue(group, kind, pointer string, value json.RawMessage) 
 	if group != "" {
 		apiVersion = group + "/v1"
 	}
-	doc := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "planned"}}
+	doc := map[string]any{"apiVersion": apiVersion, "kind": canonicalKind(group, kind), "metadata": map[string]any{"name": "planned"}}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return true
 	}
-	return m.MasksField(b, pointer, value)
+	return m.MaskedFields(b, map[string]json.RawMessage{pointer: value}, []string{pointer})[pointer]
 }
 
-// MasksField reports whether masking object (JSON) — with value placed at
-// pointer first when value is not nil — masks anything at or under
-// pointer: in its object, a value is judged with its neighbours (an env
-// entry named DB_PASSWORD masks its value). What it cannot judge counts as
-// masked.
-func (m *Masker) MasksField(object json.RawMessage, pointer string, value json.RawMessage) bool {
+// canonicalKind spells a core Secret as Kubernetes does, whatever the
+// client wrote (secret, secrets, Secrets): the masker's Secret rule keys
+// on the kind. Other kinds are judged by their keys and values.
+func canonicalKind(group, kind string) string {
+	if group == "" {
+		switch strings.ToLower(kind) {
+		case "secret", "secrets":
+			return "Secret"
+		}
+	}
+	return kind
+}
+
+// MaskedFields masks object (JSON) once — with every planned value placed
+// at its pointer first — and reports, for each of pointers, whether
+// anything at or under it was masked: a value is judged with its
+// neighbours (an env entry named DB_PASSWORD masks its value) and with the
+// other planned values. What it cannot judge counts as masked.
+func (m *Masker) MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) map[string]bool {
+	out := make(map[string]bool, len(pointers))
+	all := func() map[string]bool {
+		for _, p := range pointers {
+			out[p] = true
+		}
+		return out
+	}
 	var doc any
 	if decodeJSON(object, &doc) != nil {
-		return true
+		return all()
 	}
-	tokens, ok := service.SplitPointer(pointer)
-	if !ok || len(tokens) == 0 {
-		return true
-	}
-	if value != nil {
+	unplaced := map[string]bool{}
+	for p, value := range planned {
 		var v any
-		if decodeJSON(value, &v) != nil || !place(doc, tokens, v) {
-			return true
+		tokens, ok := service.SplitPointer(p)
+		if !ok || len(tokens) == 0 || decodeJSON(value, &v) != nil || !place(doc, tokens, v) {
+			unplaced[p] = true
 		}
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return true
+		return all()
 	}
 	res := m.Manifests(b)
-	if res.Masked == 0 {
-		return false
-	}
 	var masked any
-	if yaml.Unmarshal(res.Content, &masked) != nil {
-		return true
+	if res.Masked > 0 && yaml.Unmarshal(res.Content, &masked) != nil {
+		return all()
 	}
-	at, ok := service.LookupPointer(masked, tokens)
-	if !ok {
-		_, existed := service.LookupPointer(doc, tokens)
-		return existed // gone from the masked document: masked above it
+	for _, p := range pointers {
+		tokens, ok := service.SplitPointer(p)
+		switch {
+		case !ok || len(tokens) == 0 || unplaced[p]:
+			out[p] = true
+		case res.Masked == 0:
+			out[p] = false
+		default:
+			at, found := service.LookupPointer(masked, tokens)
+			if !found {
+				_, existed := service.LookupPointer(doc, tokens)
+				out[p] = existed // gone from the masked document: masked above it
+			} else {
+				out[p] = holdsMarker(at)
+			}
+		}
 	}
-	return holdsMarker(at)
+	return out
 }
 
 func decodeJSON(b []byte, v any) error {

@@ -36,10 +36,11 @@ func TestMasksValue(t *testing.T) {
 	}
 }
 
-// TestMasksField checks fields judged in their object: an env entry's
-// value is masked when its name says password, not otherwise; a planned
-// value placed in the object is judged the same way.
-func TestMasksField(t *testing.T) {
+// TestMaskedFields checks fields judged in their object: an env entry's
+// value is masked when its name says password, not otherwise; planned
+// values are judged together (a planned name of DB_PASSWORD masks the
+// planned value beside it).
+func TestMaskedFields(t *testing.T) {
 	m, err := New()
 	if err != nil {
 		t.Fatal(err)
@@ -47,24 +48,32 @@ func TestMasksField(t *testing.T) {
 	obj := json.RawMessage(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
 		"spec":{"replicas":1,"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.27",
 		"env":[{"name":"MODE","value":"fast"},{"name":"DB_PASSWORD","value":"hunter2-long-value"}]}]}}}}`)
-	for _, c := range []struct {
-		name, pointer string
-		value         json.RawMessage
-		want          bool
-	}{
-		{"Replicas", "/spec/replicas", nil, false},
-		{"PlannedReplicas", "/spec/replicas", json.RawMessage(`3`), false},
-		{"PlainEnv", "/spec/template/spec/containers/0/env/0/value", nil, false},
-		{"PasswordEnv", "/spec/template/spec/containers/0/env/1/value", nil, true},
-		{"PlannedPasswordEnv", "/spec/template/spec/containers/0/env/1/value", json.RawMessage(`"new-secret-value"`), true},
-		{"MissingField", "/spec/paused", nil, false},
-		{"IndexOutsideList", "/spec/template/spec/containers/3/image", json.RawMessage(`"x"`), true},
-		{"ContainerWholeHoldsPassword", "/spec/template/spec/containers/0", nil, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := m.MasksField(obj, c.pointer, c.value); got != c.want {
-				t.Errorf("MasksField(%s, %s) = %v, want %v", c.pointer, c.value, got, c.want)
-			}
-		})
+	const (
+		replicas = "/spec/replicas"
+		plainEnv = "/spec/template/spec/containers/0/env/0/value"
+		pwEnv    = "/spec/template/spec/containers/0/env/1/value"
+		paused   = "/spec/paused"
+		whole    = "/spec/template/spec/containers/0"
+		outside  = "/spec/template/spec/containers/3/image"
+	)
+	got := m.MaskedFields(obj, nil, []string{replicas, plainEnv, pwEnv, paused, whole})
+	want := map[string]bool{replicas: false, plainEnv: false, pwEnv: true, paused: false, whole: true}
+	for p, w := range want {
+		if got[p] != w {
+			t.Errorf("live %s: masked %v, want %v", p, got[p], w)
+		}
+	}
+	planned := map[string]json.RawMessage{
+		replicas: json.RawMessage(`3`),
+		"/spec/template/spec/containers/0/env/0/name": json.RawMessage(`"DB_PASSWORD"`),
+		plainEnv: json.RawMessage(`"now-a-secret-value"`),
+		outside:  json.RawMessage(`"x"`),
+	}
+	got = m.MaskedFields(obj, planned, []string{replicas, plainEnv, outside})
+	if got[replicas] || !got[plainEnv] || !got[outside] {
+		t.Errorf("planned together: %v; want replicas shown, the value named like a password masked, an unplaceable index masked", got)
+	}
+	if !m.MasksValue("", "secrets", "/data/x", json.RawMessage(`"v"`)) {
+		t.Error("a Secret spelled secrets is not judged as a Secret")
 	}
 }

@@ -13,10 +13,10 @@ import (
 var secretValues = []string{"data", "stringData"}
 
 // fieldPreviews lists each changed field of a managed object with the value
-// in the cluster now and the planned one (issue 22). A field the masker
-// masks in its object — its live value, or the planned value put in its
-// place — and a Secret's data carry Masked instead of values; without a
-// masker every field does.
+// in the cluster now and the planned one (issue 22). The masker masks the
+// live object once, and once more with every planned value in place: a
+// field it masks in either — and a Secret's data — carries Masked instead
+// of values; without a masker every field does.
 func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.ObjectInfo) []service.FieldPreview {
 	changed := ref.Changed()
 	if len(changed) == 0 {
@@ -30,12 +30,18 @@ func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.Obj
 	if i.Object == nil || err != nil {
 		obj = nil
 	}
+	var live, withPlanned map[string]bool
+	if m != nil && obj != nil {
+		live = m.MaskedFields(obj, nil, changed)
+		if len(planned) > 0 {
+			withPlanned = m.MaskedFields(obj, planned, changed)
+		}
+	}
 	out := make([]service.FieldPreview, 0, len(changed))
 	for _, f := range changed {
 		p := service.FieldPreview{Field: f}
 		tokens, ok := service.SplitPointer(f)
-		p.Masked = !ok || m == nil || obj == nil || secretValue(i, tokens) || m.MasksField(obj, f, nil) ||
-			(planned[f] != nil && m.MasksField(obj, f, planned[f]))
+		p.Masked = !ok || live == nil || secretValue(i, tokens) || live[f] || withPlanned[f]
 		if !p.Masked {
 			if v, found := service.LookupPointer(i.Object, tokens); found {
 				p.Live, _ = json.Marshal(v)

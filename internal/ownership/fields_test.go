@@ -16,8 +16,12 @@ func (maskPasswords) MasksValue(_, _, pointer string, _ json.RawMessage) bool {
 	return strings.Contains(pointer, "password")
 }
 
-func (maskPasswords) MasksField(_ json.RawMessage, pointer string, _ json.RawMessage) bool {
-	return strings.Contains(pointer, "password")
+func (maskPasswords) MaskedFields(_ json.RawMessage, _ map[string]json.RawMessage, pointers []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pointers {
+		out[p] = strings.Contains(p, "password")
+	}
+	return out
 }
 
 // TestFieldPreviews checks what a field shows: a Secret's data is masked
