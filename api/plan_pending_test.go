@@ -20,22 +20,46 @@ import (
 
 // pendingThenSet answers a field's Git state pending on the first
 // detection and set afterwards, as when the repository fetch outlived the
-// first detection's budget.
-type pendingThenSet struct{ calls atomic.Int32 }
+// first detection's budget. Detections after the first (the background
+// fill's) wait for release when it is set; Recheck (approval) never waits.
+type pendingThenSet struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
 
-func (d *pendingThenSet) Detect(context.Context, service.Cluster, []service.ResourceRef, string) service.Ownership {
-	state := service.GitValue{State: service.GitPending}
-	if d.calls.Add(1) > 1 {
-		state = service.GitValue{State: service.GitSet, Value: json.RawMessage(`1`),
-			Source: &service.GitSource{Revision: "c1", Path: "deploy.yaml", Line: 7, Via: "manifest"}}
-	}
+func (d *pendingThenSet) warning(state service.GitValue) service.Ownership {
 	return service.Ownership{ArgoCD: &service.ArgoCDWarning{Level: service.LevelSelfHeal, Resources: []service.OwnershipResource{{
 		Kind: "Deployment", Name: "api", Level: service.LevelSelfHeal,
 		Fields: []service.FieldPreview{{Field: "/spec/replicas", Planned: json.RawMessage(`3`), Git: &state}}}}}}
 }
 
-func (d *pendingThenSet) Recheck(ctx context.Context, c service.Cluster, t []service.ResourceRef, _ *service.ArgoCDWarning, lang string) service.Ownership {
-	return d.Detect(ctx, c, t, lang)
+var gitSetAt = service.GitValue{State: service.GitSet, Value: json.RawMessage(`1`),
+	Source: &service.GitSource{Revision: "c1", Path: "deploy.yaml", Line: 7, Via: "manifest"}}
+
+func (d *pendingThenSet) Detect(context.Context, service.Cluster, []service.ResourceRef, string) service.Ownership {
+	if d.calls.Add(1) == 1 {
+		return d.warning(service.GitValue{State: service.GitPending})
+	}
+	if d.release != nil {
+		<-d.release
+	}
+	return d.warning(gitSetAt)
+}
+
+func (d *pendingThenSet) Recheck(context.Context, service.Cluster, []service.ResourceRef, *service.ArgoCDWarning, string) service.Ownership {
+	return d.warning(gitSetAt)
+}
+
+// countingPlans counts UpdatePlan calls (approvals and background fills).
+type countingPlans struct {
+	service.PlanStore
+	updates atomic.Int32
+}
+
+func (c *countingPlans) UpdatePlan(ctx context.Context, viewer service.Principal, id string,
+	update func(*service.Plan) (service.PlanChange, error)) (service.Plan, error) {
+	defer c.updates.Add(1)
+	return c.PlanStore.UpdatePlan(ctx, viewer, id, update)
 }
 
 // TestPendingGitFilledIn checks that a plan whose Git fields were pending
@@ -53,10 +77,10 @@ func TestPendingGitFilledIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(pauses ...time.Duration) *testAPI {
+	serve := func(d *pendingThenSet, plans service.PlanStore) *testAPI {
 		srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Verifier: verifier,
-			Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: &pendingThenSet{},
-				MutatingTools: map[string]bool{"apply_manifest": true}, PendingPauses: pauses},
+			Plans: &service.Plans{Store: plans, Clusters: db, Now: time.Now, Detector: d,
+				MutatingTools: map[string]bool{"apply_manifest": true}, PendingPauses: []time.Duration{time.Millisecond}},
 			Metrics: NewMetrics(prometheus.NewRegistry())}))
 		t.Cleanup(srv.Close)
 		doc, router := mustSpec(t)
@@ -66,31 +90,39 @@ func TestPendingGitFilledIn(t *testing.T) {
 	read := func(a *testAPI, id string) string {
 		return string(a.do("GET", "/v1/plans/"+id, f.member, nil, nil).body)
 	}
+	// wait polls cond; the deadline only catches hangs.
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within a minute", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 
-	a := serve(10 * time.Millisecond)
+	a := serve(&pendingThenSet{}, db)
 	created := a.createPlan(f.agent, planBody("shared"))
-	if body := read(a, created.ID); !strings.Contains(body, `"state":"pending"`) {
+	if body := read(a, created.ID); !strings.Contains(body, `"state":"pending"`) && !strings.Contains(body, `"state":"set"`) {
 		t.Fatalf("created: %s", body)
 	}
-	deadline := time.Now().Add(30 * time.Second) // only against hangs
-	for !strings.Contains(read(a, created.ID), `"state":"set"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pending field was not filled in: %s", read(a, created.ID))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait("the pending field filled in", func() bool { return strings.Contains(read(a, created.ID), `"state":"set"`) })
 	var filled service.Plan
 	a.do("GET", "/v1/plans/"+created.ID, f.member, nil, nil).decode(t, &filled)
 	if filled.Status != service.PlanPending || !filled.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("filled plan: status %s, updated_at %v (created %v)", filled.Status, filled.UpdatedAt, created.UpdatedAt)
 	}
 
-	// Approved before the fill: the approval's detection stands.
-	b := serve(300 * time.Millisecond)
+	// Approved while the fill's detection runs: the approval stands.
+	d := &pendingThenSet{release: make(chan struct{})}
+	plans := &countingPlans{PlanStore: db}
+	b := serve(d, plans)
 	p := b.createPlan(f.agent, planBody("shared"))
 	var approved service.Plan
 	b.do("POST", "/v1/plans/"+p.ID+"/approve", f.member, nil, nil).decode(t, &approved)
-	time.Sleep(600 * time.Millisecond)
+	close(d.release)
+	wait("the fill's attempt after the approval", func() bool { return plans.updates.Load() >= 2 })
 	var after service.Plan
 	b.do("GET", "/v1/plans/"+p.ID, f.member, nil, nil).decode(t, &after)
 	if !after.UpdatedAt.Equal(approved.UpdatedAt) || after.Status != service.PlanApproved {
