@@ -143,3 +143,16 @@ func TestDropMaskedChanges(t *testing.T) {
 		t.Errorf("a nil masker dropped %+v", got)
 	}
 }
+
+// TestPointerRoundTrip checks JoinPointer against SplitPointer.
+func TestPointerRoundTrip(t *testing.T) {
+	for _, p := range []string{"/spec/replicas", "/metadata/annotations/example.com~1tier", "/a~0b/0", ""} {
+		tokens, ok := SplitPointer(p)
+		if !ok || JoinPointer(tokens) != p {
+			t.Errorf("%q: split %q, joined %q", p, tokens, JoinPointer(tokens))
+		}
+	}
+	if _, ok := SplitPointer("/bad~2"); ok {
+		t.Error("a bad escape was accepted")
+	}
+}

@@ -47,3 +47,12 @@ func LookupPointer(doc any, tokens []string) (any, bool) {
 	}
 	return at, true
 }
+
+// JoinPointer writes tokens as an RFC 6901 pointer: SplitPointer's inverse.
+func JoinPointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}

@@ -206,25 +206,4 @@ func jsonText(v any) string {
 }
 
 // pointer writes tokens as an RFC 6901 pointer.
-func pointer(tokens []string) string {
-	out := ""
-	for _, t := range tokens {
-		out += "/" + escape(t)
-	}
-	return out
-}
-
-func escape(t string) string {
-	b := make([]byte, 0, len(t))
-	for i := 0; i < len(t); i++ {
-		switch t[i] {
-		case '~':
-			b = append(b, '~', '0')
-		case '/':
-			b = append(b, '~', '1')
-		default:
-			b = append(b, t[i])
-		}
-	}
-	return string(b)
-}
+func pointer(tokens []string) string { return service.JoinPointer(tokens) }
