@@ -178,9 +178,35 @@ type ValueMasker interface {
 	MasksValue(group, kind, pointer string, value json.RawMessage) bool
 	// MaskedFields judges fields in their object (a live or Git object as
 	// JSON), masked once with every planned value placed first: for each
-	// pointer, whether anything at or under it was masked. Something it
-	// cannot judge counts as masked.
-	MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) map[string]bool
+	// pointer, whether anything at or under it was masked, and the values
+	// masked anywhere in the object. Something it cannot judge counts as
+	// masked.
+	MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) FieldMasking
+}
+
+// FieldMasking is the masker's judgement of fields in one object: which
+// are masked, and the values it masked anywhere in the object — the
+// request's redaction set: a value shown elsewhere that holds one of them
+// is masked too.
+type FieldMasking struct {
+	Masked  map[string]bool
+	Secrets []string
+}
+
+// Reveals reports whether a JSON value holds one of the masked values.
+func (f FieldMasking) Reveals(v json.RawMessage) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, s := range f.Secrets {
+		if s != "" && bytes.Contains(v, []byte(s)) {
+			return true
+		}
+		if quoted, err := json.Marshal(s); err == nil && bytes.Contains(v, quoted[1:len(quoted)-1]) {
+			return true // as JSON escapes it
+		}
+	}
+	return false
 }
 
 // DropMaskedChanges removes the planned values m would mask, keeping their

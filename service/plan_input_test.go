@@ -115,12 +115,12 @@ func (maskKeys) MasksValue(_, _, pointer string, _ json.RawMessage) bool {
 	return strings.HasPrefix(pointer, "/data/")
 }
 
-func (maskKeys) MaskedFields(_ json.RawMessage, _ map[string]json.RawMessage, pointers []string) map[string]bool {
+func (maskKeys) MaskedFields(_ json.RawMessage, _ map[string]json.RawMessage, pointers []string) FieldMasking {
 	out := map[string]bool{}
 	for _, p := range pointers {
 		out[p] = strings.HasPrefix(p, "/data/")
 	}
-	return out
+	return FieldMasking{Masked: out}
 }
 
 // TestDropMaskedChanges checks that a masked planned value is dropped and

@@ -2,6 +2,7 @@ package gitpreview
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -27,8 +28,9 @@ type docMask struct {
 	json json.RawMessage
 	err  error
 
-	mu     sync.Mutex
-	judged map[string]bool
+	mu      sync.Mutex
+	judged  map[string]bool
+	secrets []string // the values masked in the document so far
 }
 
 func newDocMask(node *yaml.Node) *docMask { return &docMask{node: node, judged: map[string]bool{}} }
@@ -59,14 +61,27 @@ func (d *docMask) masked(m service.ValueMasker, pointers []string) map[string]bo
 		}
 	}
 	if len(ask) > 0 {
-		for p, masked := range m.MaskedFields(d.json, nil, ask) {
+		fm := m.MaskedFields(d.json, nil, ask)
+		for p, masked := range fm.Masked {
 			d.judged[p] = masked
+		}
+		for _, s := range fm.Secrets {
+			if !slices.Contains(d.secrets, s) {
+				d.secrets = append(d.secrets, s)
+			}
 		}
 	}
 	for _, p := range pointers {
 		out[p] = d.judged[p]
 	}
 	return out
+}
+
+// reveals reports a value holding one the masker masked in the document.
+func (d *docMask) reveals(v json.RawMessage) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return service.FieldMasking{Secrets: d.secrets}.Reveals(v)
 }
 
 // tooComplex reports a document past the bounds.

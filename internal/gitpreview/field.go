@@ -75,9 +75,12 @@ func (l *Locator) fillAll(fields []service.FieldPreview, settings []setting, set
 			out[i].Masked, out[i].Live, out[i].Planned = true, nil, nil
 			continue
 		}
-		if b, err := json.Marshal(s.value); err == nil {
-			out[i].Git.Value = b
+		b, err := json.Marshal(s.value)
+		if err != nil || s.doc.reveals(b) || s.doc.reveals(out[i].Live) || s.doc.reveals(out[i].Planned) {
+			out[i].Masked, out[i].Live, out[i].Planned = true, nil, nil
+			continue
 		}
+		out[i].Git.Value = b
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func (m *Masker) MasksValue(group, kind, pointer string, value json.RawMessage) 
 	if err != nil {
 		return true
 	}
-	return m.MaskedFields(b, map[string]json.RawMessage{pointer: value}, []string{pointer})[pointer]
+	return m.MaskedFields(b, map[string]json.RawMessage{pointer: value}, []string{pointer}).Masked[pointer]
 }
 
 // canonicalKind spells a core Secret as Kubernetes does, whatever the
@@ -50,13 +50,13 @@ func canonicalKind(group, kind string) string {
 // anything at or under it was masked: a value is judged with its
 // neighbours (an env entry named DB_PASSWORD masks its value) and with the
 // other planned values. What it cannot judge counts as masked.
-func (m *Masker) MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) map[string]bool {
+func (m *Masker) MaskedFields(object json.RawMessage, planned map[string]json.RawMessage, pointers []string) service.FieldMasking {
 	out := make(map[string]bool, len(pointers))
-	all := func() map[string]bool {
+	all := func() service.FieldMasking {
 		for _, p := range pointers {
 			out[p] = true
 		}
-		return out
+		return service.FieldMasking{Masked: out}
 	}
 	var doc any
 	if decodeJSON(object, &doc) != nil {
@@ -96,7 +96,7 @@ func (m *Masker) MaskedFields(object json.RawMessage, planned map[string]json.Ra
 			}
 		}
 	}
-	return out
+	return service.FieldMasking{Masked: out, Secrets: res.Redactions}
 }
 
 func decodeJSON(b []byte, v any) error {

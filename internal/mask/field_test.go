@@ -56,7 +56,11 @@ func TestMaskedFields(t *testing.T) {
 		whole    = "/spec/template/spec/containers/0"
 		outside  = "/spec/template/spec/containers/3/image"
 	)
-	got := m.MaskedFields(obj, nil, []string{replicas, plainEnv, pwEnv, paused, whole})
+	judged := m.MaskedFields(obj, nil, []string{replicas, plainEnv, pwEnv, paused, whole})
+	got := judged.Masked
+	if !judged.Reveals(json.RawMessage(`"copy: hunter2-long-value"`)) {
+		t.Errorf("the masked value is not in the redaction set: %q", judged.Secrets)
+	}
 	want := map[string]bool{replicas: false, plainEnv: false, pwEnv: true, paused: false, whole: true}
 	for p, w := range want {
 		if got[p] != w {
@@ -69,7 +73,7 @@ func TestMaskedFields(t *testing.T) {
 		plainEnv: json.RawMessage(`"now-a-secret-value"`),
 		outside:  json.RawMessage(`"x"`),
 	}
-	got = m.MaskedFields(obj, planned, []string{replicas, plainEnv, outside})
+	got = m.MaskedFields(obj, planned, []string{replicas, plainEnv, outside}).Masked
 	if got[replicas] || !got[plainEnv] || !got[outside] {
 		t.Errorf("planned together: %v; want replicas shown, the value named like a password masked, an unplaceable index masked", got)
 	}

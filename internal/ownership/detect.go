@@ -221,9 +221,11 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 		return managed{}, false
 	}
 	resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
-	res.Fields = fieldPreviews(d.Masker, t.ref, i)
+	fields, judged := fieldPreviews(d.Masker, t.ref, i)
+	res.Fields = fields
 	if d.Git != nil && res.app != nil && len(res.Fields) > 0 {
 		res.Fields = d.Git.Locate(ctx, c, *res.app, i, res.Fields)
+		maskRevealing(res.Fields, judged)
 		res.matchesGit(t.ref)
 	}
 	out.Notes = append(out.Notes, note(lang, res.OwnershipResource))

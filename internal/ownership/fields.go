@@ -17,10 +17,10 @@ var secretValues = []string{"data", "stringData"}
 // live object once, and once more with every planned value in place: a
 // field it masks in either — and a Secret's data — carries Masked instead
 // of values; without a masker every field does.
-func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.ObjectInfo) []service.FieldPreview {
+func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.ObjectInfo) ([]service.FieldPreview, []service.FieldMasking) {
 	changed := ref.Changed()
 	if len(changed) == 0 {
-		return nil
+		return nil, nil
 	}
 	planned := map[string]json.RawMessage{}
 	for _, c := range ref.Changes {
@@ -30,7 +30,7 @@ func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.Obj
 	if i.Object == nil || err != nil {
 		obj = nil
 	}
-	var live, withPlanned map[string]bool
+	var live, withPlanned service.FieldMasking
 	if m != nil && obj != nil {
 		live = m.MaskedFields(obj, nil, changed)
 		if len(planned) > 0 {
@@ -41,16 +41,37 @@ func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.Obj
 	for _, f := range changed {
 		p := service.FieldPreview{Field: f}
 		tokens, ok := service.SplitPointer(f)
-		p.Masked = !ok || live == nil || secretValue(i, tokens) || live[f] || withPlanned[f]
+		p.Masked = !ok || live.Masked == nil || secretValue(i, tokens) || live.Masked[f] || withPlanned.Masked[f]
 		if !p.Masked {
 			if v, found := service.LookupPointer(i.Object, tokens); found {
 				p.Live, _ = json.Marshal(v)
 			}
 			p.Planned = planned[f]
 		}
+		// The object's redaction set: a value holding one masked elsewhere
+		// in it is masked too.
+		if revealing(p, live, withPlanned) {
+			p.Masked, p.Live, p.Planned = true, nil, nil
+		}
 		out = append(out, p)
 	}
-	return out
+	return out, []service.FieldMasking{live, withPlanned}
+}
+
+// maskRevealing masks the fields whose values (Git's included) hold a
+// value the judgements masked: the object's redaction set applies to what
+// Git says too.
+func maskRevealing(fields []service.FieldPreview, judged []service.FieldMasking) {
+	for i, f := range fields {
+		if !f.Masked && revealing(f, judged...) {
+			fields[i].Masked, fields[i].Live, fields[i].Planned = true, nil, nil
+			if f.Git != nil {
+				g := *f.Git
+				g.Value = nil
+				fields[i].Git = &g
+			}
+		}
+	}
 }
 
 // secretValue reports a pointer into a core Secret's data or stringData
@@ -92,4 +113,15 @@ func sameJSON(a, b json.RawMessage) bool {
 	ja, _ := json.Marshal(x)
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)
+}
+
+// revealing reports a field whose shown values hold a value one of the
+// judgements masked.
+func revealing(p service.FieldPreview, judged ...service.FieldMasking) bool {
+	for _, j := range judged {
+		if j.Reveals(p.Live) || j.Reveals(p.Planned) || (p.Git != nil && j.Reveals(p.Git.Value)) {
+			return true
+		}
+	}
+	return false
 }

@@ -16,12 +16,12 @@ func (maskPasswords) MasksValue(_, _, pointer string, _ json.RawMessage) bool {
 	return strings.Contains(pointer, "password")
 }
 
-func (maskPasswords) MaskedFields(_ json.RawMessage, _ map[string]json.RawMessage, pointers []string) map[string]bool {
+func (maskPasswords) MaskedFields(_ json.RawMessage, _ map[string]json.RawMessage, pointers []string) service.FieldMasking {
 	out := map[string]bool{}
 	for _, p := range pointers {
 		out[p] = strings.Contains(p, "password")
 	}
-	return out
+	return service.FieldMasking{Masked: out, Secrets: []string{"hunter2-secret-value"}}
 }
 
 // TestFieldPreviews checks what a field shows: a Secret's data is masked
@@ -32,21 +32,21 @@ func TestFieldPreviews(t *testing.T) {
 	cm := service.ObjectInfo{Kind: "ConfigMap", Name: "cfg",
 		Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{"mode": "fast", "db_password": "x"}}}
 	ref := service.ResourceRef{ChangedFields: []string{"/data/password", "/type"}}
-	got := fieldPreviews(maskPasswords{}, ref, secret)
+	got, _ := fieldPreviews(maskPasswords{}, ref, secret)
 	if b, _ := json.Marshal(got); string(b) != `[{"field":"/data/password","masked":true},{"field":"/type","live":"Opaque"}]` {
 		t.Errorf("secret: %s", b)
 	}
 	ref = service.ResourceRef{Changes: []service.FieldChange{{Field: "/data/mode", Value: json.RawMessage(`"slow"`)},
 		{Field: "/data/db_password", Value: json.RawMessage(`"y"`)}}}
-	got = fieldPreviews(maskPasswords{}, ref, cm)
+	got, _ = fieldPreviews(maskPasswords{}, ref, cm)
 	if b, _ := json.Marshal(got); string(b) != `[{"field":"/data/mode","live":"fast","planned":"slow"},{"field":"/data/db_password","masked":true}]` {
 		t.Errorf("configmap: %s", b)
 	}
-	got = fieldPreviews(nil, ref, cm)
+	got, _ = fieldPreviews(nil, ref, cm)
 	if b, _ := json.Marshal(got); string(b) != `[{"field":"/data/mode","masked":true},{"field":"/data/db_password","masked":true}]` {
 		t.Errorf("without a masker: %s", b)
 	}
-	if fieldPreviews(maskPasswords{}, service.ResourceRef{}, cm) != nil {
+	if got, _ := fieldPreviews(maskPasswords{}, service.ResourceRef{}, cm); got != nil {
 		t.Error("fields without any changed field")
 	}
 }
@@ -74,5 +74,22 @@ func TestWarningNamesTheValue(t *testing.T) {
 	r.Fields = r.Fields[:1]
 	if w := warning([]managed{r}, time.Now(), "ko"); w.Warning != "곧 ArgoCD가 되돌려요. 유지하려면 sync를 멈추거나 PR을 같이 올리세요." {
 		t.Errorf("without a known value: %q", w.Warning)
+	}
+}
+
+// TestFieldPreviewsRedact checks the object's redaction set: a value that
+// holds one the masker masked elsewhere in the object is masked too, the
+// Git value included.
+func TestFieldPreviewsRedact(t *testing.T) {
+	cm := service.ObjectInfo{Kind: "ConfigMap", Name: "cfg",
+		Object: map[string]any{"data": map[string]any{"note": "copy of hunter2-secret-value", "mode": "fast"}}}
+	got, judged := fieldPreviews(maskPasswords{}, service.ResourceRef{ChangedFields: []string{"/data/note", "/data/mode"}}, cm)
+	if b, _ := json.Marshal(got); string(b) != `[{"field":"/data/note","masked":true},{"field":"/data/mode","live":"fast"}]` {
+		t.Errorf("fields %s", b)
+	}
+	got[1].Git = &service.GitValue{State: service.GitSet, Value: json.RawMessage(`"hunter2-secret-value"`)}
+	maskRevealing(got, judged)
+	if !got[1].Masked || got[1].Live != nil || got[1].Git.Value != nil {
+		t.Errorf("a Git value holding a masked value: %+v", got[1])
 	}
 }
