@@ -229,6 +229,9 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 		res.matchesGit(t.ref)
 	}
 	out.Notes = append(out.Notes, note(lang, res.OwnershipResource))
+	if n := gitDisagrees(lang, res.OwnershipResource); n != "" {
+		out.Notes = append(out.Notes, n)
+	}
 	return res, true
 }
 

@@ -2,7 +2,9 @@ package ownership
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -124,4 +126,26 @@ func revealing(p service.FieldPreview, judged ...service.FieldMasking) bool {
 		}
 	}
 	return false
+}
+
+// gitDisagrees is the note for a resource found not_in_git (by its
+// last-applied configuration or managed fields) whose Git trace says Git
+// sets a changed field: the level stands, by its own rule, and the note
+// says where Git sets it. "" when they agree.
+func gitDisagrees(lang string, r service.OwnershipResource) string {
+	if r.LevelCause != service.CauseNotInGit {
+		return ""
+	}
+	for _, f := range r.Fields {
+		if f.Git == nil || f.Git.State != service.GitSet || f.Git.Source == nil {
+			continue
+		}
+		at := fmt.Sprintf("%s:%d", f.Git.Source.Path, f.Git.Source.Line)
+		obj := strings.ToLower(r.Kind) + "/" + r.Name
+		if lang == "en" {
+			return fmt.Sprintf("%s: the object's last applied configuration does not set %s, but the app's manifests in Git do (%s); Argo CD may revert it", obj, f.Field, at)
+		}
+		return fmt.Sprintf("%s: 마지막 적용 설정에는 %s 가 없지만 Git의 매니페스트에는 있어요 (%s). ArgoCD가 되돌릴 수도 있어요", obj, f.Field, at)
+	}
+	return ""
 }

@@ -93,3 +93,22 @@ func TestFieldPreviewsRedact(t *testing.T) {
 		t.Errorf("a Git value holding a masked value: %+v", got[1])
 	}
 }
+
+// TestGitDisagreesNote checks the note when not_in_git and the Git trace
+// disagree, and its absence when they agree.
+func TestGitDisagreesNote(t *testing.T) {
+	r := service.OwnershipResource{Kind: "Deployment", Name: "web", LevelCause: service.CauseNotInGit,
+		Fields: []service.FieldPreview{{Field: "/spec/replicas", Git: &service.GitValue{State: service.GitSet,
+			Source: &service.GitSource{Path: "apps/web/deploy.yaml", Line: 7}}}}}
+	if n := gitDisagrees("en", r); !strings.Contains(n, "/spec/replicas") || !strings.Contains(n, "apps/web/deploy.yaml:7") {
+		t.Errorf("note %q", n)
+	}
+	r.Fields[0].Git.State = service.GitUnset
+	if n := gitDisagrees("ko", r); n != "" {
+		t.Errorf("they agree, but the note says %q", n)
+	}
+	r.Fields[0].Git.State, r.LevelCause = service.GitSet, service.CausePolicy
+	if n := gitDisagrees("en", r); n != "" {
+		t.Errorf("not not_in_git, but the note says %q", n)
+	}
+}
