@@ -66,8 +66,14 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 	// parent reads; what they print goes to stderr instead.
 	saved := os.Stdout
 	os.Stdout = os.Stderr
-	res := Render(req)
-	if req.Mask {
+	var res Result
+	if req.Trace {
+		trace := TraceHelm(req)
+		res.Trace = &trace
+	} else {
+		res = Render(req)
+	}
+	if req.Mask && !req.Trace {
 		res = maskResult(res)
 	}
 	os.Stdout = saved

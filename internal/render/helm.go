@@ -25,52 +25,83 @@ import (
 // the engine has no cluster client (lookup returns nothing), and the output is
 // CRDs, then manifests in install order, then hooks.
 func renderHelm(req Request, t tree, appPath string, opts *Helm) ([]*unstructured.Unstructured, []string, *Error) {
+	h, rerr := prepareHelm(req, t, appPath, opts)
+	if rerr != nil {
+		return nil, h.notes, rerr
+	}
+	docs, rerr := h.render(h.vals, true)
+	if rerr != nil {
+		return nil, h.notes, rerr
+	}
+	objs := make([]*unstructured.Unstructured, len(docs))
+	for i, d := range docs {
+		objs[i] = d.obj
+	}
+	return objs, h.notes, nil
+}
+
+// helmRun is a chart ready to render: loaded, its dependencies processed,
+// its user values merged, its release and capabilities set.
+type helmRun struct {
+	ch      *chart.Chart
+	vals    map[string]any
+	options chartutil.ReleaseOptions
+	caps    *chartutil.Capabilities
+	opts    *Helm
+	notes   []string
+}
+
+// prepareHelm loads the chart at appPath and everything its render needs.
+func prepareHelm(req Request, t tree, appPath string, opts *Helm) (helmRun, *Error) {
 	if opts == nil {
 		opts = &Helm{}
 	}
-	var notes []string
+	h := helmRun{opts: opts}
 	ch, rerr := loadChart(t, appPath)
 	if rerr != nil {
-		return nil, nil, rerr
+		return h, rerr
 	}
 	if ch.Metadata.Type != "" && ch.Metadata.Type != "application" {
-		return nil, nil, failed("%s charts are not installable", ch.Metadata.Type)
+		return h, failed("%s charts are not installable", ch.Metadata.Type)
 	}
 	if rerr := checkDependencies(ch); rerr != nil {
-		return nil, nil, rerr
+		return h, rerr
 	}
 	vals, more, rerr := helmValues(req, t, appPath, opts)
-	notes = append(notes, more...)
+	h.notes = append(h.notes, more...)
 	if rerr != nil {
-		return nil, notes, rerr
+		return h, rerr
 	}
 	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
-		return nil, notes, failed("%v", err)
+		return h, failed("%v", err)
 	}
 	caps, more, rerr := helmCapabilities(req, opts, ch)
-	notes = append(notes, more...)
+	h.notes = append(h.notes, more...)
 	if rerr != nil {
-		return nil, notes, rerr
+		return h, rerr
 	}
 	namespace := req.Namespace
 	if opts.Namespace != "" {
 		namespace = opts.Namespace
 	}
-	options := chartutil.ReleaseOptions{
+	h.ch, h.vals, h.caps = ch, vals, caps
+	h.options = chartutil.ReleaseOptions{
 		Name:      releaseName(req.AppName, opts.ReleaseName),
 		Namespace: namespace,
 		Revision:  1,
 		IsInstall: true,
 	}
-	hooks, manifests, rerr := renderTemplates(ch, vals, options, caps)
+	return h, nil
+}
+
+// render renders the chart with vals (schema validated when validate) into
+// its objects in Helm's output order, each with its template.
+func (h helmRun) render(vals map[string]any, validate bool) ([]helmDoc, *Error) {
+	hooks, manifests, rerr := renderTemplates(h.ch, vals, h.options, h.caps, validate)
 	if rerr != nil {
-		return nil, notes, rerr
+		return nil, rerr
 	}
-	objs, rerr := chartObjects(ch, hooks, manifests, opts)
-	if rerr != nil {
-		return nil, notes, rerr
-	}
-	return objs, notes, nil
+	return chartObjects(h.ch, hooks, manifests, h.opts)
 }
 
 // helmCapabilities are Helm's default capabilities with the Kubernetes
@@ -107,8 +138,9 @@ func helmCapabilities(req Request, opts *Helm, ch *chart.Chart) (*chartutil.Capa
 // renderTemplates renders the chart's templates with vals (schema
 // validated) and sorts what they make, less NOTES.txt, into hooks and
 // manifests in install order.
-func renderTemplates(ch *chart.Chart, vals map[string]any, options chartutil.ReleaseOptions, caps *chartutil.Capabilities) ([]*release.Hook, []releaseutil.Manifest, *Error) {
-	renderVals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, false)
+func renderTemplates(ch *chart.Chart, vals map[string]any, options chartutil.ReleaseOptions, caps *chartutil.Capabilities,
+	validate bool) ([]*release.Hook, []releaseutil.Manifest, *Error) {
+	renderVals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, !validate)
 	if err != nil {
 		return nil, nil, failed("%v", err)
 	}
@@ -129,34 +161,46 @@ func renderTemplates(ch *chart.Chart, vals map[string]any, options chartutil.Rel
 	return hooks, manifests, nil
 }
 
+// helmDoc is one rendered object and the chart file it came from.
+type helmDoc struct {
+	template string // the chart's path of the file: "<chart>/templates/x.yaml"
+	obj      *unstructured.Unstructured
+}
+
 // chartObjects are the rendered objects in Helm's output order: the
 // chart's CRDs (unless SkipCrds), the manifests, then the hooks (less test
 // hooks with SkipTests).
-func chartObjects(ch *chart.Chart, hooks []*release.Hook, manifests []releaseutil.Manifest, opts *Helm) ([]*unstructured.Unstructured, *Error) {
-	var docs [][]byte
+func chartObjects(ch *chart.Chart, hooks []*release.Hook, manifests []releaseutil.Manifest, opts *Helm) ([]helmDoc, *Error) {
+	type source struct {
+		name string
+		data []byte
+	}
+	var sources []source
 	if !opts.SkipCrds {
 		for _, crd := range ch.CRDObjects() {
-			docs = append(docs, crd.File.Data)
+			sources = append(sources, source{crd.Filename, crd.File.Data})
 		}
 	}
 	for _, m := range manifests {
-		docs = append(docs, []byte(m.Content))
+		sources = append(sources, source{m.Name, []byte(m.Content)})
 	}
 	for _, h := range hooks {
 		if opts.SkipTests && isTestHook(h.Events) {
 			continue
 		}
-		docs = append(docs, []byte(h.Manifest))
+		sources = append(sources, source{h.Path, []byte(h.Manifest)})
 	}
-	var objs []*unstructured.Unstructured
-	for _, d := range docs {
-		found, err := splitYAML(d)
+	var docs []helmDoc
+	for _, s := range sources {
+		found, err := splitYAML(s.data)
 		if err != nil {
 			return nil, failed("%v", err)
 		}
-		objs = append(objs, found...)
+		for _, obj := range found {
+			docs = append(docs, helmDoc{template: s.name, obj: obj})
+		}
 	}
-	return objs, nil
+	return docs, nil
 }
 
 func isTestHook[E ~string](events []E) bool {

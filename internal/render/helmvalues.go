@@ -70,6 +70,7 @@ func inlineValues(opts *Helm) ([]byte, error) {
 
 type valueFile struct {
 	name string
+	path string // in the repository, "$ref/"-prefixed in a ref source's tree
 	data []byte
 }
 
@@ -117,7 +118,11 @@ func resolveValueFiles(req Request, t tree, appPath string, opts *Helm) ([]value
 		key := r.ref + "/" + r.path
 		if !seen[key] {
 			seen[key] = true
-			out = append(out, valueFile{name: name, data: r.t[r.path]})
+			p := r.path
+			if r.ref != "" {
+				p = r.ref + "/" + p
+			}
+			out = append(out, valueFile{name: name, path: p, data: r.t[r.path]})
 		}
 	}
 	for _, raw := range opts.ValueFiles {

@@ -44,3 +44,28 @@ func (r ChildRenderer) Render(ctx context.Context, in service.RenderInput) (serv
 	}
 	return out, nil
 }
+
+var _ service.HelmTracer = ChildRenderer{}
+
+// TraceHelm renders a Helm source of in with traced values in a child
+// process under the same limits (TraceHelm); the trace is not masked.
+func (r ChildRenderer) TraceHelm(ctx context.Context, in service.RenderInput) (service.HelmTrace, error) {
+	var src Source
+	if len(in.Spec) > 0 {
+		if err := json.Unmarshal(in.Spec, &src); err != nil {
+			return service.HelmTrace{Code: service.ReasonRenderFailed, Message: "The app's source does not parse."}, nil
+		}
+	}
+	res, err := RunChild(ctx, r.Binary, []string{"render"}, Request{Files: in.Files, RefFiles: in.RefFiles,
+		Source: src, AppName: in.AppName, Namespace: in.Namespace, KubeVersion: in.KubeVersion,
+		APIVersions: in.APIVersions, Trace: true}, r.Limits)
+	switch {
+	case err != nil:
+		return service.HelmTrace{}, err
+	case res.Error != nil:
+		return service.HelmTrace{Code: service.Reason(res.Error.Code), Reason: service.Reason(res.Error.Reason), Message: res.Error.Message}, nil
+	case res.Trace == nil:
+		return service.HelmTrace{Code: service.ReasonRenderFailed, Message: "The traced render returned nothing."}, nil
+	}
+	return *res.Trace, nil
+}

@@ -61,6 +61,10 @@ type Request struct {
 	// manifests, its error message and notes, so masking a tenant's output
 	// runs under the child's limits rather than in the server's heap.
 	Mask bool `json:"mask,omitempty"`
+	// Trace asks for a Helm source's traced render (TraceHelm) in
+	// Result.Trace instead of Manifests; it is never masked (the revert
+	// preview masks the values it shows).
+	Trace bool `json:"trace,omitempty"`
 }
 
 // Source is the subset of Argo CD's ApplicationSource that rendering reads.
@@ -141,6 +145,8 @@ type Result struct {
 	// that still overflows), for the caller to cut from its other texts.
 	Masked  bool     `json:"masked,omitempty"`
 	Secrets []string `json:"secrets,omitempty"`
+	// Trace is a traced render's outcome (Request.Trace).
+	Trace *service.HelmTrace `json:"trace,omitempty"`
 }
 
 // Error is why a render failed.
