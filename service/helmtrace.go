@@ -22,10 +22,14 @@ type HelmTrace struct {
 }
 
 // HelmLeaf is one leaf of the chart's merged values: its path (map keys,
-// list indexes in decimal) and where its final value is set.
+// list indexes in decimal), its value and where that value is set.
 type HelmLeaf struct {
 	Path   []string   `json:"path"`
 	Origin HelmOrigin `json:"origin"`
+	// Text is the leaf's value as a template prints it; Number says it is
+	// a number.
+	Text   string `json:"text,omitempty"`
+	Number bool   `json:"number,omitempty"`
 }
 
 // Kinds of HelmOrigin, in Argo CD's order of precedence (lowest first).

@@ -112,6 +112,14 @@ type GitSource struct {
 	Path     string `json:"path"`
 	Line     int    `json:"line"`
 	Via      string `json:"via"`
+	// Key is the Helm values key that feeds the field ("image.tag"), and
+	// KeyPlanned what that key must hold for the field to get the planned
+	// value (absent when it cannot be told: a template transformed it).
+	Key        string          `json:"key,omitempty"`
+	KeyPlanned json.RawMessage `json:"key_planned,omitempty"`
+	// Override names the Application's entry that sets the field
+	// (application_override): "spec.source.helm.parameters[name=image.tag]".
+	Override string `json:"override,omitempty"`
 }
 
 // GitLocator finds where the desired state of a managed object's app sets

@@ -150,6 +150,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	reading.withRepoView(repoView)
 	repos := repoParts.repos
 	var draining atomic.Bool
 	public := newPublicHandler(cfg, db, verifier, reading, work, argo, repoView, repos, awsParts, obs, log)

@@ -111,6 +111,20 @@ type clusterReading struct {
 	detector  *ownership.Detector
 	reviews   *service.AccessReviews
 	masker    *mask.Masker
+	// locator is the revert preview's Git part; its Helm renders are
+	// joined to the repo tab's renderer and slots once those exist
+	// (withRepoView).
+	locator *gitpreview.Locator
+}
+
+// withRepoView lets the revert preview trace Helm sources with the repo
+// tab's render child, in its render slots, with the clusters' versions.
+// It runs before the servers start.
+func (r clusterReading) withRepoView(view *service.RepoView) {
+	if tracer, ok := view.Renderer.(service.HelmTracer); ok {
+		r.locator.Tracer = tracer
+	}
+	r.locator.Queue, r.locator.Versions = view.Queue, view.Versions
 }
 
 // newClusterReading registers the static clusters, then builds the reader
@@ -155,10 +169,11 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 		stop()
 		return clusterReading{}, nil, err
 	}
+	locator := &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
-		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker,
-		Git: &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}}
-	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker}, stop, nil
+		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator}
+	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker,
+		locator: locator}, stop, nil
 }
 
 // registerStaticClusters stores KUKIE_STATIC_CLUSTERS_FILE's clusters and

@@ -32,6 +32,8 @@ type index struct {
 	bytes    int64
 	tooLarge bool
 	skipped  bool // a document past the per-document bounds was left out
+	// helm is a Helm source's traced render (helm.go), in place of objects.
+	helm *helmIndex
 }
 
 // Bounds of what the preview parses and keeps: parsed YAML holds about a
@@ -65,14 +67,24 @@ func (l *Locator) objects(c service.Cluster, src service.AppSource, app service.
 		return ix
 	}
 	ix := buildIndex(files, src, app)
+	l.add(key, ix)
+	return ix
+}
+
+// add keeps ix under key, evicting the least recently used indexes past
+// MaxCachedBytes.
+func (l *Locator) add(key string, ix *index) {
+	cache := l.cache()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if old, ok := cache.Peek(key); ok {
+		l.cachedBytes -= old.bytes // Add replaces it without the callback
+	}
 	cache.Add(key, ix)
 	l.cachedBytes += ix.bytes
 	for l.cachedBytes > MaxCachedBytes && cache.Len() > 1 {
 		cache.RemoveOldest() // the eviction callback lowers cachedBytes
 	}
-	return ix
 }
 
 // DefaultIndexCacheSize bounds the indexes a Locator keeps (one per app

@@ -16,6 +16,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	yaml "go.yaml.in/yaml/v3"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -32,7 +33,14 @@ type Locator struct {
 	Observe func(state string)
 	// IndexCacheSize bounds the indexes kept (default DefaultIndexCacheSize).
 	IndexCacheSize int
+	// Tracer renders Helm sources with traced values in Queue's slots
+	// (the repo tab's), with the cluster's Versions; nil Tracer: Helm
+	// sources are unavailable.
+	Tracer   service.HelmTracer
+	Queue    *service.RenderQueue
+	Versions service.ClusterVersions
 
+	flight      singleflight.Group
 	once        sync.Once
 	indexes     *lru.Cache[string, *index]
 	mu          sync.Mutex // cachedBytes, and adding to indexes
@@ -75,7 +83,7 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 	case "kustomize":
 		return l.kustomize(files, src, app, obj, commit, fields)
 	case "helm":
-		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
+		return l.helm(ctx, c, app, src, commit, files, obj, fields)
 	}
 	ix := l.objects(c, src, app, commit, files)
 	if ix.tooLarge {

@@ -46,10 +46,16 @@ func TraceHelm(req Request) service.HelmTrace {
 	if !ok || (appPath != "" && !t.isDir(appPath)) {
 		return traceFailed(failed("app path %q does not exist", req.Source.Path))
 	}
-	if st, rerr := detectSourceType(t, appPath, req.Source); rerr != nil || st != SourceTypeHelm {
+	src := req.Source
+	if merged, err := mergeSourceOverrides(t, appPath, req.AppName, src); err != nil {
+		return traceFailed(failed("error while parsing source parameters: %v", err))
+	} else if merged != nil {
+		src = *merged
+	}
+	if st, rerr := detectSourceType(t, appPath, src); rerr != nil || st != SourceTypeHelm {
 		return traceFailed(unsupported("the source is not a Helm chart"))
 	}
-	h, rerr := prepareHelm(req, t, appPath, req.Source.Helm)
+	h, rerr := prepareHelm(req, t, appPath, src.Helm)
 	if rerr != nil {
 		return traceFailed(rerr)
 	}
@@ -77,7 +83,7 @@ func TraceHelm(req Request) service.HelmTrace {
 	}
 	origins := leafOrigins(req, t, appPath, h, leaves)
 	for _, l := range leaves {
-		out.Leaves = append(out.Leaves, service.HelmLeaf{Path: l.path, Origin: origins[len(out.Leaves)]})
+		out.Leaves = append(out.Leaves, service.HelmLeaf{Path: l.path, Origin: origins[len(out.Leaves)], Text: l.text, Number: l.num})
 	}
 	out.Fields = traceFields(h, full, leaves, real)
 	return out
