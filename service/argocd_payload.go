@@ -120,7 +120,11 @@ func gitFromPayload(v any, masked bool) *GitValue {
 	if src, ok := m["source"].(map[string]any); ok {
 		str := func(k string) string { s, _ := src[k].(string); return s }
 		line, _ := src["line"].(float64)
-		g.Source = &GitSource{Revision: str("revision"), Path: str("path"), Line: int(line), Via: str("via")}
+		g.Source = &GitSource{Revision: str("revision"), Path: str("path"), Line: int(line), Via: str("via"),
+			Key: str("key"), Override: str("override")}
+		if !masked {
+			g.Source.KeyPlanned = rawValue(src, "key_planned")
+		}
 	}
 	return g
 }

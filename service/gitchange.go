@@ -25,6 +25,8 @@ const (
 	UnsupportedNotManifest     = "not_manifest"      // set by something else than a manifest or patch line
 	UnsupportedOutsideApp      = "outside_app_path"  // the file is outside the app's path (a base other apps share)
 	UnsupportedOtherRevision   = "other_revision"    // found at another commit than the patch's base (another app)
+	UnsupportedAppOverride     = "application_spec"  // set in the Application's spec (helm parameters, values), not in the repository
+	UnsupportedTransformed     = "value_transformed" // a template transforms the values key (tpl, a function): its new value cannot be told
 )
 
 // GitChange is a plan's change written as a patch to the connected
@@ -190,12 +192,22 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 	case f.Planned == nil:
 		return "", lineEdit{}, UnsupportedNoPlannedValue
 	case f.Git == nil || f.Git.Source == nil || !editableVia(f) || f.Git.Source.Line < 1:
-		if f.Git != nil && f.Git.State == GitUnset && f.Git.Source == nil {
+		switch {
+		case f.Git != nil && f.Git.State == GitUnset && (f.Git.Source == nil || f.Git.Source.Via == "helm_template"):
 			return "", lineEdit{}, UnsupportedNotInGit
+		case f.Git != nil && f.Git.Source != nil && f.Git.Source.Via == "application_override":
+			return "", lineEdit{}, UnsupportedAppOverride
+		case f.Git != nil && f.Git.Source != nil && f.Git.Source.Via == "helm_values":
+			return "", lineEdit{}, UnsupportedTransformed
 		}
 		return "", lineEdit{}, UnsupportedNotManifest
 	}
-	scalar, ok := yamlScalar(f.Planned)
+	planned, key := f.Planned, f.Field
+	if f.Git.Source.Via == "helm_values" {
+		// The values key gets what makes the field planned.
+		planned, key = f.Git.Source.KeyPlanned, "/"+strings.ReplaceAll(f.Git.Source.Key, ".", "/")
+	}
+	scalar, ok := yamlScalar(planned)
 	content, found := files[f.Git.Source.Path]
 	lines := strings.Split(string(content), "\n")
 	if !ok || !found || f.Git.Source.Line > len(lines) {
@@ -210,7 +222,7 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 	}
 	line, cr := strings.CutSuffix(lines[f.Git.Source.Line-1], "\r")
 	m := lineValue.FindStringSubmatch(line)
-	if m == nil || !namesKey(m[1], f.Field) {
+	if m == nil || !namesKey(m[1], key) {
 		return "", lineEdit{}, UnsupportedValueShape
 	}
 	text := m[1] + scalar + m[3]
@@ -295,7 +307,9 @@ func (s *GitChanges) Tool(ctx context.Context, p Principal, clusterID, planID, l
 
 // editableVia reports a field whose Git line the patch may rewrite (or,
 // unset, whose manifest it may add to): a plain manifest, a kustomize
-// resource or patch, and the replicas transformer's count.
+// resource or patch, the replicas transformer's count, a literal line of a
+// chart template, and the values key that feeds the field when what it
+// must hold is known.
 func editableVia(f FieldPreview) bool {
 	switch f.Git.Source.Via {
 	case "manifest", "kustomize_resource":
@@ -304,6 +318,10 @@ func editableVia(f FieldPreview) bool {
 		return f.Git.State == GitSet
 	case "kustomize_transformer":
 		return f.Git.State == GitSet && f.Field == "/spec/replicas"
+	case "helm_template":
+		return f.Git.State == GitSet
+	case "helm_values":
+		return f.Git.State == GitSet && f.Git.Source.KeyPlanned != nil
 	}
 	return false
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,7 +176,8 @@ func runStackUpdate(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// runPick prints top-level fields of the JSON object on stdin on one line,
+// runPick prints top-level fields (or, given as "/a/0/b", JSON pointers)
+// of the JSON object on stdin on one line,
 // separated by spaces: a string as is, anything else as JSON. An input
 // that is not an object, or lacks a field, is an error naming it (with the
 // input's start), so `X=$(curl … | pick id)` does not set X empty in silence.
@@ -194,6 +196,9 @@ func runPick(args []string, stdin io.Reader, stdout io.Writer) error {
 	values := make([]string, len(args))
 	for i, f := range args {
 		raw, ok := obj[f]
+		if strings.HasPrefix(f, "/") {
+			raw, ok = pointerIn(in, f)
+		}
 		if !ok {
 			return fmt.Errorf("pick: no %q in the answer: %.300s", f, in)
 		}
@@ -206,4 +211,31 @@ func runPick(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, strings.Join(values, " "))
 	return err
+}
+
+// pointerIn is the value at a JSON pointer (RFC 6901) of a JSON document.
+func pointerIn(doc []byte, pointer string) (json.RawMessage, bool) {
+	cur := json.RawMessage(doc)
+	for _, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		var obj map[string]json.RawMessage
+		var list []json.RawMessage
+		switch {
+		case json.Unmarshal(cur, &obj) == nil && obj != nil:
+			next, ok := obj[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = next
+		case json.Unmarshal(cur, &list) == nil:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(list) {
+				return nil, false
+			}
+			cur = list[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
 }

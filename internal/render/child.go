@@ -69,7 +69,7 @@ func ChildMain(stdin io.Reader, stdout io.Writer) int {
 	var res Result
 	if req.Trace {
 		trace := TraceHelm(req)
-		res.Trace = &trace
+		res.Trace, res.SourceType = &trace, SourceTypeHelm
 	} else {
 		res = Render(req)
 	}

@@ -1,8 +1,10 @@
 package render
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kukie/gitops-server/service"
 )
@@ -97,5 +99,21 @@ func TestTraceHelmNamesTheLeafBehindEachField(t *testing.T) {
 		if strings.Join(l.Path, ".") == "replicaCount" && l.Origin.Line != 2 {
 			t.Errorf("replicaCount's line = %d, want 2", l.Origin.Line)
 		}
+	}
+}
+
+// The traced render crosses the child boundary as the render does.
+func TestTraceHelmInChild(t *testing.T) {
+	req := Request{Files: MustLoadRepo(t, "traced"), AppName: "shop", Namespace: "shop",
+		Source: Source{Path: "charts/web", Helm: &Helm{ValueFiles: []string{"values-prod.yaml"}}}, Trace: true}
+	res := runInChild(t, req, Limits{Timeout: time.Minute, MaxOutputBytes: 1 << 20})
+	if res.Error != nil || res.Trace == nil || res.Trace.Code != "" {
+		t.Fatalf("child trace: %+v", res)
+	}
+	want := TraceHelm(req)
+	got, _ := json.Marshal(res.Trace)
+	wantJSON, _ := json.Marshal(want)
+	if string(got) != string(wantJSON) || len(want.Fields) == 0 {
+		t.Errorf("the child's trace differs from the in-process one:\n%s\n%s", got, wantJSON)
 	}
 }

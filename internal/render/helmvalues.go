@@ -118,11 +118,7 @@ func resolveValueFiles(req Request, t tree, appPath string, opts *Helm) ([]value
 		key := r.ref + "/" + r.path
 		if !seen[key] {
 			seen[key] = true
-			p := r.path
-			if r.ref != "" {
-				p = r.ref + "/" + p
-			}
-			out = append(out, valueFile{name: name, path: p, data: r.t[r.path]})
+			out = append(out, valueFile{name: name, path: strings.TrimPrefix(r.ref+"/", "/") + r.path, data: r.t[r.path]})
 		}
 	}
 	for _, raw := range opts.ValueFiles {
