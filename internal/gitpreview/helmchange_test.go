@@ -29,7 +29,9 @@ type oneCluster struct {
 	c service.Cluster
 }
 
-func (s oneCluster) GetCluster(context.Context, string, string) (service.Cluster, error) { return s.c, nil }
+func (s oneCluster) GetCluster(context.Context, string, string) (service.Cluster, error) {
+	return s.c, nil
+}
 
 // TestHelmGitChangeRendersThePlannedValues follows a Helm app's change
 // from the preview to Git: the fields located with the traced render, the
