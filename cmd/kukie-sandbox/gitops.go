@@ -137,6 +137,8 @@ spec:
 		"apps/helm/values.yaml": `replicas: 2
 image: busybox:1.36
 mode: fast
+# The worker's database. The repo tab masks the value below, and a patch
+# whose context would show it is not written.
 database:
   password: ` + demoSecret + `
 `,

@@ -23,6 +23,9 @@ type managed struct {
 	service.OwnershipResource
 	app          *service.Application
 	appNamespace string
+	// judged are the masker's judgements of the object (fieldPreviews):
+	// the values they masked join the request's redaction set.
+	judged []service.FieldMasking
 }
 
 // classify decides whether Argo CD manages one existing object, in the

@@ -89,6 +89,7 @@ func (d *Detector) detect(ctx context.Context, c service.Cluster, targets []serv
 			found = append(found, res)
 		}
 	}
+	redactAcross(found)
 	out.ArgoCD = warning(found, d.Now().UTC(), lang)
 	out.DurationMS = d.Now().Sub(start).Milliseconds()
 	return out
@@ -222,7 +223,7 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 	}
 	resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
 	fields, judged := fieldPreviews(d.Masker, t.ref, i)
-	res.Fields = fields
+	res.Fields, res.judged = fields, judged
 	if d.Git != nil && res.app != nil && len(res.Fields) > 0 {
 		res.Fields = d.Git.Locate(ctx, c, *res.app, i, res.Fields)
 		maskRevealing(res.Fields, judged)

@@ -62,17 +62,36 @@ func fieldPreviews(m service.ValueMasker, ref service.ResourceRef, i service.Obj
 
 // maskRevealing masks the fields whose values (Git's included) hold a
 // value the judgements masked: the object's redaction set applies to what
-// Git says too.
+// Git says too. What the values key must hold (key_planned) is the
+// planned value's: it goes with it.
 func maskRevealing(fields []service.FieldPreview, judged []service.FieldMasking) {
 	for i, f := range fields {
 		if !f.Masked && revealing(f, judged...) {
 			fields[i].Masked, fields[i].Live, fields[i].Planned = true, nil, nil
-			if f.Git != nil {
-				g := *f.Git
-				g.Value = nil
-				fields[i].Git = &g
-			}
 		}
+		if fields[i].Masked && f.Git != nil {
+			g := *f.Git
+			g.Value = nil
+			if g.Source != nil && g.Source.KeyPlanned != nil {
+				src := *g.Source
+				src.KeyPlanned = nil
+				g.Source = &src
+			}
+			fields[i].Git = &g
+		}
+	}
+}
+
+// redactAcross applies the request's redaction set: a value masked in any
+// object of the request masks every field, of every resource, that shows
+// it (a Secret's value copied into another object's env, say).
+func redactAcross(found []managed) {
+	var all []service.FieldMasking
+	for _, m := range found {
+		all = append(all, m.judged...)
+	}
+	for i := range found {
+		maskRevealing(found[i].Fields, all)
 	}
 }
 

@@ -112,3 +112,25 @@ func TestGitDisagreesNote(t *testing.T) {
 		t.Errorf("not not_in_git, but the note says %q", n)
 	}
 }
+
+// The request's redaction set: a value masked in one object masks the
+// field of another resource that shows it, and what its values key must
+// hold goes with the planned value.
+func TestRedactAcrossResources(t *testing.T) {
+	secretHolder := managed{judged: []service.FieldMasking{{Masked: map[string]bool{}, Secrets: []string{"s3cr3t-token-value"}}}}
+	shows := managed{OwnershipResource: service.OwnershipResource{Fields: []service.FieldPreview{
+		{Field: "/spec/template/spec/containers/0/env/0/value", Live: json.RawMessage(`"s3cr3t-token-value"`),
+			Planned: json.RawMessage(`"other"`), Git: &service.GitValue{State: service.GitSet, Value: json.RawMessage(`"x"`),
+				Source: &service.GitSource{Via: "helm_values", Key: "env.0.value", KeyPlanned: json.RawMessage(`"other"`)}}},
+		{Field: "/spec/replicas", Live: json.RawMessage(`1`), Planned: json.RawMessage(`2`)},
+	}}}
+	found := []managed{secretHolder, shows}
+	redactAcross(found)
+	f := found[1].Fields
+	if !f[0].Masked || f[0].Live != nil || f[0].Planned != nil || f[0].Git.Value != nil || f[0].Git.Source.KeyPlanned != nil {
+		t.Errorf("the field showing another object's secret: %+v %+v", f[0], f[0].Git.Source)
+	}
+	if f[1].Masked || string(f[1].Live) != "1" {
+		t.Errorf("an unrelated field was masked: %+v", f[1])
+	}
+}
