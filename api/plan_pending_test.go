@@ -129,3 +129,62 @@ func TestPendingGitFilledIn(t *testing.T) {
 		t.Errorf("the fill overwrote the approved plan: %+v", after)
 	}
 }
+
+// blockingFill answers pending at creation; the background fill's
+// detection waits for its context to end and reports that it did.
+type blockingFill struct {
+	calls atomic.Int32
+	ended chan struct{}
+}
+
+func (d *blockingFill) Detect(ctx context.Context, _ service.Cluster, _ []service.ResourceRef, _ string) service.Ownership {
+	if d.calls.Add(1) > 1 {
+		<-ctx.Done()
+		close(d.ended)
+	}
+	return (&pendingThenSet{}).warning(service.GitValue{State: service.GitPending})
+}
+
+func (d *blockingFill) Recheck(context.Context, service.Cluster, []service.ResourceRef, *service.ArgoCDWarning, string) service.Ownership {
+	return service.Ownership{}
+}
+
+// TestPendingFillEndsWithTheServer checks that the server's stop (Done)
+// ends a background fill's detection.
+func TestPendingFillEndsWithTheServer(t *testing.T) {
+	db, _ := pgtest.MustOpenDB(t)
+	for _, c := range testClusters {
+		c.Kind, c.AccessLevel, c.ArgoCDNamespace = service.ClusterStatic, service.AccessFull, service.DefaultArgoCDNamespace
+		if _, err := db.UpsertCluster(context.Background(), c, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verifier, err := jwtauth.NewHS256(testSecret, testIssuer, testAudience, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	d := &blockingFill{ended: make(chan struct{})}
+	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Verifier: verifier,
+		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: d, Done: done,
+			MutatingTools: map[string]bool{"apply_manifest": true}, PendingPauses: []time.Duration{time.Millisecond}},
+		Metrics: NewMetrics(prometheus.NewRegistry())}))
+	t.Cleanup(srv.Close)
+	doc, router := mustSpec(t)
+	a := &testAPI{t: t, srv: srv, router: router, doc: doc}
+	f := newFixture(t)
+	a.createPlan(f.agent, planBody("shared"))
+	deadline := time.Now().Add(time.Minute) // catches hangs only
+	for d.calls.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background fill never detected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(done)
+	select {
+	case <-d.ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the fill's detection did not end when the server stopped")
+	}
+}

@@ -208,6 +208,9 @@ type Plans struct {
 	// PendingPauses are the waits before each background re-detection of a
 	// plan with pending Git fields (nil: DefaultPendingPauses).
 	PendingPauses []time.Duration
+	// Done, closed when the server shuts down, ends the background fills
+	// (their detection too); nil: they run their course.
+	Done <-chan struct{}
 
 	pending pendingFills
 }

@@ -84,31 +84,59 @@ func (s *Plans) fillPending(plan Plan) {
 	}
 	go func() {
 		defer s.pending.release(plan.TeamID)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if s.Done != nil {
+			go func() {
+				select {
+				case <-s.Done:
+					cancel() // the server stops: so does the fill
+				case <-ctx.Done():
+				}
+			}()
+		}
 		pauses := s.PendingPauses
 		if pauses == nil {
 			pauses = DefaultPendingPauses
 		}
 		for _, pause := range pauses {
-			time.Sleep(pause)
+			if !sleepCtx(ctx, pause) {
+				return
+			}
 			// The cluster as it is now: its access or repository may have changed.
-			cluster, err := s.Clusters.GetCluster(context.Background(), plan.TeamID, plan.ClusterID)
+			cluster, err := s.Clusters.GetCluster(ctx, plan.TeamID, plan.ClusterID)
 			if err != nil {
 				return
 			}
-			own := s.Detector.Detect(context.Background(), cluster, WithTool(plan.Resources, plan.Tool), "ko")
+			own := s.Detector.Detect(ctx, cluster, WithTool(plan.Resources, plan.Tool), "ko")
+			if ctx.Err() != nil {
+				return
+			}
 			if own.Skipped != nil || hasPendingGit(own.ArgoCD) {
 				continue
 			}
-			s.storeFilled(plan, own.ArgoCD)
+			s.storeFilled(ctx, plan, own.ArgoCD)
 			return
 		}
 	}()
 }
 
+// sleepCtx waits d, false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // storeFilled writes the completed warning when the plan has not moved.
-func (s *Plans) storeFilled(plan Plan, w *ArgoCDWarning) {
+func (s *Plans) storeFilled(ctx context.Context, plan Plan, w *ArgoCDWarning) {
 	viewer := Principal{TeamID: plan.TeamID, UserID: plan.CreatedBy}
-	_, _ = s.Store.UpdatePlan(context.Background(), viewer, plan.ID, func(p *Plan) (PlanChange, error) {
+	_, _ = s.Store.UpdatePlan(ctx, viewer, plan.ID, func(p *Plan) (PlanChange, error) {
 		if p.Status != PlanPending || !p.UpdatedAt.Equal(plan.UpdatedAt) {
 			return PlanChange{}, errPlanMoved
 		}

@@ -115,6 +115,9 @@ type clusterReading struct {
 	// joined to the repo tab's renderer and slots once those exist
 	// (withRepoView).
 	locator *gitpreview.Locator
+	// done is closed when the server begins to stop: background work of
+	// requests (a plan's pending Git fields) ends with it.
+	done <-chan struct{}
 }
 
 // withRepoView lets the revert preview trace Helm sources with the repo
@@ -173,7 +176,7 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
 		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator}
 	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker,
-		locator: locator}, stop, nil
+		locator: locator, done: ctx.Done()}, stop, nil
 }
 
 // registerStaticClusters stores KUKIE_STATIC_CLUSTERS_FILE's clusters and
@@ -202,7 +205,7 @@ func newPublicHandler(cfg config, db *store.DB, verifier service.TokenVerifier, 
 		Logger:   log,
 		Verifier: verifier,
 		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: reading.detector,
-			MutatingTools: cfg.MutatingTools, Masker: argo.Masker},
+			MutatingTools: cfg.MutatingTools, Masker: argo.Masker, Done: reading.done},
 		Teams: &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys),
 			RepoCheck: repos},
