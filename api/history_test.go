@@ -87,8 +87,10 @@ func TestKukieHistory(t *testing.T) {
 	if got := ids(h); len(got) != 3 || got[0] != shortName.ID || got[1] != byResource.ID || got[2] != byApp.ID {
 		t.Fatalf("alice's history = %v, want [%s %s %s] (newest first, without bob's private plan)", got, shortName.ID, byResource.ID, byApp.ID)
 	}
-	if w := h.Items[1].ArgoCD; w == nil || len(w.Resources) != 1 || w.Resources[0].Name != "web" || w.Level != "" || len(w.Applications) != 0 {
-		t.Errorf("malformed argocd read back as %+v", h.Items[1].ArgoCD)
+	// Only the server writes payload.argocd: a client's (here malformed)
+	// is dropped on a plan detection does not run on.
+	if w := h.Items[1].ArgoCD; w != nil {
+		t.Errorf("a client's payload.argocd stood: %+v", w)
 	}
 	if got := ids(history(token(t, "bob", "team-a", "member"), "")); len(got) != 4 || got[0] != private.ID {
 		t.Errorf("bob's history = %v, want his private plan first", got)

@@ -50,3 +50,23 @@ func TestArgoCDFromPayloadBasisAndCause(t *testing.T) {
 		t.Errorf("old row encodes as %s (basis and level_cause must be absent)", out)
 	}
 }
+
+// A stored payload.argocd of any shape (rows written before a field
+// existed, or by an older version) reads back without failing: rows
+// that are not objects or name no resource are dropped, values outside
+// the closed lists too.
+func TestArgoCDFromPayloadMalformed(t *testing.T) {
+	w := ArgoCDFromPayload(json.RawMessage(`{"argocd": {"level": ["x"], "applications": "nope",
+		"resources": [1, {"kind": "Deployment"}, {"kind": "Deployment", "name": "web", "level": 5,
+		"fields": [7, {"field": "/spec/replicas", "git": {"state": "set", "source": {"line": "x", "key_planned": 3}}}]}, null]}}`))
+	if w == nil || len(w.Resources) != 1 || w.Resources[0].Name != "web" || w.Level != "" || len(w.Applications) != 0 {
+		t.Fatalf("malformed argocd read back as %+v", w)
+	}
+	f := w.Resources[0].Fields
+	if len(f) != 1 || f[0].Git == nil || f[0].Git.Source == nil || f[0].Git.Source.Line != 0 || string(f[0].Git.Source.KeyPlanned) != "3" {
+		t.Errorf("fields read back as %+v", f)
+	}
+	if ArgoCDFromPayload(json.RawMessage(`[]`)) != nil || ArgoCDFromPayload(json.RawMessage(`{"argocd": 1}`)) != nil {
+		t.Error("a payload without an argocd object read back as a warning")
+	}
+}

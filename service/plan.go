@@ -257,6 +257,13 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		if in.Payload, err = withArgoCD(in.Payload, own.ArgoCD); err != nil {
 			return Plan{}, false, err
 		}
+	} else if ArgoCDFromPayload(in.Payload) != nil {
+		// Only the server writes payload.argocd: what a client sends for
+		// a plan detection does not run on (a tool that changes nothing)
+		// would stand as the server's word, and git-change would read it.
+		if in.Payload, err = withArgoCD(in.Payload, nil); err != nil {
+			return Plan{}, false, err
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
