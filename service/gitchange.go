@@ -27,6 +27,7 @@ const (
 	UnsupportedOtherRevision   = "other_revision"    // found at another commit than the patch's base (another app)
 	UnsupportedAppOverride     = "application_spec"  // set in the Application's spec (helm parameters, values), not in the repository
 	UnsupportedTransformed     = "value_transformed" // a template transforms the values key (tpl, a function): its new value cannot be told
+	UnsupportedSharedAnchor    = "shared_anchor"     // the values key is set through a YAML alias or << merge: its line is shared
 )
 
 // GitChange is a plan's change written as a patch to the connected
@@ -198,6 +199,12 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 		case f.Git != nil && f.Git.Source != nil && f.Git.Source.Via == "application_override":
 			return "", lineEdit{}, UnsupportedAppOverride
 		case f.Git != nil && f.Git.Source != nil && f.Git.Source.Via == "helm_values":
+			switch f.Git.Reason {
+			case UnsupportedSecretInContext:
+				return "", lineEdit{}, UnsupportedSecretInContext
+			case "helm_key_shared":
+				return "", lineEdit{}, UnsupportedSharedAnchor
+			}
 			return "", lineEdit{}, UnsupportedTransformed
 		}
 		return "", lineEdit{}, UnsupportedNotManifest

@@ -15,6 +15,9 @@ type HelmTrace struct {
 	Templates []string    `json:"templates,omitempty"`
 	Leaves    []HelmLeaf  `json:"leaves,omitempty"`
 	Fields    []HelmField `json:"fields,omitempty"`
+	// Secrets are the leaves (Leaves[i-1]) a core Secret's data or
+	// stringData holds: never shown, not even in a patch's context.
+	Secrets []int `json:"secrets,omitempty"`
 	// Code is "" when the chart rendered, else why not (as RenderOutput).
 	Code    Reason `json:"code,omitempty"`
 	Reason  Reason `json:"reason,omitempty"`
@@ -49,6 +52,9 @@ type HelmOrigin struct {
 	File      string `json:"file,omitempty"`
 	Line      int    `json:"line,omitempty"`
 	Parameter string `json:"parameter,omitempty"`
+	// Shared: the value comes through a YAML alias or << merge, so its
+	// line is an anchor's that other places use too.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // HelmField is one rendered field that holds at least one marker: the

@@ -3,8 +3,9 @@ package gitpreview
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -26,6 +27,13 @@ const (
 	ReasonHelmOriginUnknown service.Reason = "helm_value_origin_unknown" // a values leaf no layer names (a packed subchart, an import)
 )
 
+// Reasons a helm_values field's key cannot be rewritten by a patch
+// (GitValue.Reason; key_planned is absent).
+const (
+	ReasonHelmKeyShared   service.Reason = "helm_key_shared"   // set through a YAML alias or << merge: the anchor is shared
+	ReasonSecretInContext service.Reason = "secret_in_context" // a secret's line is within the patch's context
+)
+
 // helmIndex is a Helm source's traced render at one commit, parsed: the
 // rendered documents in order, where each object is, and the traced
 // fields by document and pointer.
@@ -34,7 +42,19 @@ type helmIndex struct {
 	docs    []*docMask
 	objects map[objectKey][]placedDoc
 	fields  map[int]map[string]service.HelmField
+
+	// secretLines are, by values file, the lines of leaves that feed a
+	// Secret's data or a field the masker masks: a patch whose context
+	// holds one is not written. Judged once, on first need.
+	secretOnce  sync.Once
+	secretLines map[string][]int
+	// expires ends a failed render's stay in the cache (zero: kept).
+	expires time.Time
 }
+
+// transientTraceTTL is how long a traced render that timed out or died is
+// remembered.
+const transientTraceTTL = time.Minute
 
 type placedDoc struct {
 	namespace string
@@ -59,6 +79,9 @@ func newHelmIndex(tr service.HelmTrace, app service.Application) *helmIndex {
 		h.docs = append(h.docs, newDocMask(m))
 	}
 	for _, f := range tr.Fields {
+		if !validField(f, len(tr.Leaves)) {
+			continue // the child's answer is checked, not trusted
+		}
 		if h.fields[f.Doc] == nil {
 			h.fields[f.Doc] = map[string]service.HelmField{}
 		}
@@ -87,6 +110,8 @@ func (l *Locator) helm(ctx context.Context, c service.Cluster, app service.Appli
 	switch {
 	case err != nil:
 		return withGit(fields, service.GitValue{State: service.GitPending})
+	case h.trace.Code == service.ReasonRepoTooLarge:
+		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
 	case h.trace.Code != "":
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRenderFailed})
 	}
@@ -112,7 +137,7 @@ func (l *Locator) helm(ctx context.Context, c service.Cluster, app service.Appli
 		}
 		var v any
 		err := node.Decode(&v)
-		at, notes[j] = h.source(i, at, files, gitTokens, v, f.Planned)
+		at, notes[j] = h.source(l.Masker, i, at, files, gitTokens, v, f.Planned)
 		settings[j], set[j] = setting{source: at, value: v, doc: doc, tokens: gitTokens, masked: err != nil}, true
 	}
 	out := l.fillAll(fields, settings, set)
@@ -120,8 +145,14 @@ func (l *Locator) helm(ctx context.Context, c service.Cluster, app service.Appli
 		if notes[j] != "" && out[j].Git != nil {
 			out[j].Git.Reason = notes[j]
 		}
-		if out[j].Masked && out[j].Git != nil && out[j].Git.Source != nil {
-			out[j].Git.Source.KeyPlanned = nil
+		if src := gitSource(out[j]); src != nil && src.Key != "" && l.keyMasked(obj, out[j].Field, src.Key, doc) {
+			// A values key that is itself a secret (a webhook URL as a
+			// map key): the whole field is masked, its key and entry too.
+			out[j].Masked, out[j].Live, out[j].Planned, out[j].Git.Value = true, nil, nil, nil
+			src.Key, src.Override = "", ""
+		}
+		if src := gitSource(out[j]); src != nil && out[j].Masked {
+			src.KeyPlanned = nil
 		}
 	}
 	return out
@@ -138,156 +169,13 @@ func (h *helmIndex) find(obj service.ObjectInfo) (int, bool) {
 	return 0, false
 }
 
-// source is where the field at gitTokens of rendered document doc is set:
-// the values leaf the trace names (a values file, or the Application's
-// override), else a template line that holds it literally.
-func (h *helmIndex) source(doc int, at service.GitSource, files map[string][]byte, gitTokens []string, v any,
-	planned json.RawMessage) (service.GitSource, service.Reason) {
-	f, ok := h.fields[doc][pointer(gitTokens)]
-	if !ok {
-		if line := literalLine(files[at.Path], gitTokens, v); line > 0 && strings.HasSuffix(at.Path, ".yaml") {
-			at.Line = line
-			return at, ""
-		}
-		at.Via = ViaUnsupported
-		return at, ReasonHelmNotTraced
-	}
-	k, keyPlanned := chooseLeaf(f, h.trace.Leaves, planned)
-	leaf := h.trace.Leaves[f.Parts[k].Leaf-1]
-	at.Key = strings.Join(leaf.Path, ".")
-	if f.Verified {
-		at.KeyPlanned = keyPlanned
-	}
-	switch leaf.Origin.Kind {
-	case service.HelmOriginFile:
-		at.Via, at.Path, at.Line = ViaHelmValues, leaf.Origin.File, leaf.Origin.Line
-	case service.HelmOriginParameter:
-		at.Via, at.Path, at.Line = ViaApplicationOverride, "", 0
-		at.Override = "spec.source.helm.parameters[name=" + leaf.Origin.Parameter + "]"
-	case service.HelmOriginValues:
-		at.Via, at.Path, at.Line, at.Override = ViaApplicationOverride, "", 0, "spec.source.helm.values"
-	case service.HelmOriginValuesObject:
-		at.Via, at.Path, at.Line, at.Override = ViaApplicationOverride, "", 0, "spec.source.helm.valuesObject."+at.Key
-	default:
-		at.Via = ViaUnsupported
-		return at, ReasonHelmOriginUnknown
-	}
-	return at, ""
-}
-
-// chooseLeaf picks the part whose leaf feeds the field — the one the
-// planned value changes when several leaves make it ("nginx:1.27" from
-// repository and tag), else the last — and what that leaf must hold for
-// the planned value (nil when it cannot be told).
-func chooseLeaf(f service.HelmField, leaves []service.HelmLeaf, planned json.RawMessage) (int, json.RawMessage) {
-	text := func(p service.HelmPart) string {
-		if p.Leaf > 0 {
-			return leaves[p.Leaf-1].Text
-		}
-		return p.Text
-	}
-	var want string
-	wantString := json.Unmarshal(planned, &want) == nil
-	chosen, value := -1, json.RawMessage(nil)
-	for k, p := range f.Parts {
-		if p.Leaf == 0 {
-			continue
-		}
-		if chosen < 0 || value == nil {
-			chosen = k // the last leaf, unless the planned value names one
-		}
-		if len(f.Parts) == 1 {
-			return k, planned
-		}
-		var before, after strings.Builder
-		for _, q := range f.Parts[:k] {
-			before.WriteString(text(q))
-		}
-		for _, q := range f.Parts[k+1:] {
-			after.WriteString(text(q))
-		}
-		pre, suf := before.String(), after.String()
-		if !wantString || len(want) < len(pre)+len(suf) || !strings.HasPrefix(want, pre) || !strings.HasSuffix(want, suf) {
-			continue
-		}
-		middle := want[len(pre) : len(want)-len(suf)]
-		if middle == text(p) || value != nil {
-			continue
-		}
-		chosen, value = k, leafValue(middle, leaves[p.Leaf-1].Number)
-	}
-	return chosen, value
-}
-
-// leafValue is text as a values leaf: a number for a number leaf when it
-// reads as one, else a string.
-func leafValue(text string, number bool) json.RawMessage {
-	if number {
-		var n json.Number
-		if json.Unmarshal([]byte(text), &n) == nil {
-			return json.RawMessage(text)
-		}
-	}
-	b, _ := json.Marshal(text)
-	return b
-}
-
-// literalLine is the line of a chart template that sets the field's key
-// to its value literally (no template action on it): the only such line,
-// 0 when there is none or several.
-func literalLine(content []byte, tokens []string, v any) int {
-	if len(tokens) == 0 || isIndex(tokens[len(tokens)-1]) {
-		return 0
-	}
-	switch v.(type) {
-	case map[string]any, []any:
-		return 0
-	}
-	key, text := tokens[len(tokens)-1], jsonText(v)
-	found := 0
-	for i, line := range strings.Split(string(content), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
-		k, rest, ok := strings.Cut(line, ":")
-		if !ok || strings.Contains(line, "{{") || strings.Trim(k, `"'`) != key {
-			continue
-		}
-		rest = strings.TrimSpace(rest)
-		if c := strings.Index(rest, " #"); c >= 0 {
-			rest = strings.TrimSpace(rest[:c])
-		}
-		if rest == text || strings.Trim(rest, `"`) == text && strings.HasPrefix(rest, `"`) || strings.Trim(rest, "'") == text && strings.HasPrefix(rest, "'") {
-			if found > 0 {
-				return 0
-			}
-			found = i + 1
-		}
-	}
-	return found
-}
-
-func isIndex(tok string) bool {
-	_, err := fmt.Sscanf(tok, "%d", new(int))
-	return err == nil && strings.Trim(tok, "0123456789") == ""
-}
-
-// firstLine is the 1-based line of the first line starting (after
-// indentation) with prefix, 1 when none does.
-func firstLine(content []byte, prefix string) int {
-	for i, line := range strings.Split(string(content), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), prefix) {
-			return i + 1
-		}
-	}
-	return 1
-}
-
 // traced is the Helm source's traced render under key, from the cache, or
 // rendered in one of the team's render slots by one flight that callers of
 // the same inputs share and that outlives them: a caller whose ctx ends
 // first gets ctx's error (pending) and a later detection finds it cached.
 // A slot that stays busy past the queue's timeout is pending too.
 func (l *Locator) traced(ctx context.Context, key, team string, in service.RenderInput, app service.Application) (*helmIndex, error) {
-	if ix, ok := l.cache().Get(key); ok && ix.helm != nil {
+	if ix, ok := l.cache().Get(key); ok && ix.helm != nil && (ix.helm.expires.IsZero() || time.Now().Before(ix.helm.expires)) {
 		return ix.helm, nil
 	}
 	ch := l.flight.DoChan(key, func() (any, error) {
@@ -301,13 +189,19 @@ func (l *Locator) traced(ctx context.Context, key, team string, in service.Rende
 		if err != nil {
 			return nil, err
 		}
+		if len(tr.Manifests) > MaxSourceBytes {
+			// Parsed, it would hold ten times that in the server's heap.
+			tr = service.HelmTrace{Code: service.ReasonRepoTooLarge}
+		}
 		h := newHelmIndex(tr, app)
 		switch tr.Reason {
 		case service.ReasonRenderTimeout, service.ReasonRenderMemory, service.ReasonRenderProcessFailed:
-			// The replica's load and limits, not the source: not kept.
-		default:
-			l.add(key, &index{helm: h, bytes: helmBytes(tr)})
+			// The replica's load and limits as much as the source: kept a
+			// short while, so a chart that never ends does not take a
+			// render slot for every detection.
+			h.expires = time.Now().Add(transientTraceTTL)
 		}
+		l.add(key, &index{helm: h, bytes: helmBytes(tr)})
 		return h, nil
 	})
 	select {
@@ -321,8 +215,35 @@ func (l *Locator) traced(ctx context.Context, key, team string, in service.Rende
 	}
 }
 
+func gitSource(f service.FieldPreview) *service.GitSource {
+	if f.Git == nil {
+		return nil
+	}
+	return f.Git.Source
+}
+
+// keyMasked reports a values key the masker would mask as the field's
+// value, or one holding a value masked in the rendered document.
+func (l *Locator) keyMasked(obj service.ObjectInfo, field, key string, doc *docMask) bool {
+	b, err := json.Marshal(key)
+	return err != nil || l.Masker == nil || l.Masker.MasksValue(obj.Group, obj.Kind, field, b) || doc.reveals(b)
+}
+
 // helmBytes is what a traced render counts against MaxCachedBytes: its
-// YAML, and its traced fields and leaves at a rough size each.
+// YAML parsed (about ten times its text), and its fields and leaves.
 func helmBytes(tr service.HelmTrace) int64 {
-	return int64(len(tr.Manifests)) + int64(len(tr.Fields))*96 + int64(len(tr.Leaves))*128
+	n := 10 * int64(len(tr.Manifests))
+	for _, l := range tr.Leaves {
+		n += 64 + int64(len(l.Text)+len(l.Origin.File)+len(l.Origin.Parameter))
+		for _, p := range l.Path {
+			n += 16 + int64(len(p))
+		}
+	}
+	for _, f := range tr.Fields {
+		n += 64 + int64(len(f.Pointer))
+		for _, p := range f.Parts {
+			n += 24 + int64(len(p.Text))
+		}
+	}
+	return n
 }

@@ -14,13 +14,17 @@ import (
 	"github.com/kukie/gitops-server/service"
 )
 
-// Markers: a non-empty string leaf becomes "kkm<6 digits>z" (lower-case
-// letters and digits survive quote, default, lower, trunc past them and
-// DNS names); a non-zero number leaf becomes markerNumberBase+i, which Go's
-// templates print without an exponent. Booleans, empty strings, zeros and
-// nulls keep their values: their truthiness steers if and with.
+// Markers: a non-empty string leaf becomes "KkM<6 digits>Z" (letters and
+// digits survive quote, default, trunc past them and most names; the mixed
+// case shows a lower or upper applied to it); a non-zero number leaf
+// becomes markerNumberBase+7i, which Go's templates print without an
+// exponent and which small arithmetic (add 1) does not turn into another
+// leaf's marker. Booleans, empty strings, zeros and nulls keep their
+// values: their truthiness steers if and with.
 const (
 	markerNumberBase = 910_000
+	markerNumberStep = 7
+	markerNumberMax  = 999_999
 	maxMarkedLeaves  = 89_999
 	// maxTraceRenders bounds the traced renders of one trace: when the
 	// traced render fails (a template needs a leaf's real type), the leaves
@@ -28,7 +32,26 @@ const (
 	maxTraceRenders = 12
 )
 
-var markerRE = regexp.MustCompile(`kkm(\d{6})z|\b9[1-9]\d{4}\b`)
+var markerRE = regexp.MustCompile(`(?i)kkm(\d{6})z|\b9[1-9]\d{4}\b`)
+
+func stringMarker(i int) string { return fmt.Sprintf("KkM%06dZ", i) }
+
+func numberMarker(i int) int { return markerNumberBase + markerNumberStep*i }
+
+// parseMarker reads a marker found in the output: whether it stands for a
+// number leaf, the leaf's index, and whether it is intact (a string
+// marker whose case a template changed is not).
+func parseMarker(m string) (num bool, i int, intact, ok bool) {
+	if len(m) == 10 && strings.EqualFold(m[:3], "kkm") {
+		i, err := strconv.Atoi(m[3:9])
+		return false, i, m == stringMarker(i), err == nil
+	}
+	n, err := strconv.Atoi(m)
+	if err != nil || n < markerNumberBase || (n-markerNumberBase)%markerNumberStep != 0 {
+		return true, 0, false, false
+	}
+	return true, (n - markerNumberBase) / markerNumberStep, true, true
+}
 
 // leaf is one value of the merged values that a marker can stand for.
 type leaf struct {
@@ -68,7 +91,7 @@ func TraceHelm(req Request) service.HelmTrace {
 	for _, d := range real {
 		out.Templates = append(out.Templates, templatePath(appPath, d.template))
 	}
-	b, err := encode(objects(real))
+	b, err := marshalObjects(objects(real)) // flattened above: the documents stay one per template entry
 	if err != nil {
 		return traceFailed(failed("%v", err))
 	}
@@ -85,7 +108,20 @@ func TraceHelm(req Request) service.HelmTrace {
 	for _, l := range leaves {
 		out.Leaves = append(out.Leaves, service.HelmLeaf{Path: l.path, Origin: origins[len(out.Leaves)], Text: l.text, Number: l.num})
 	}
-	out.Fields = traceFields(h, full, leaves, real)
+	out.Fields, out.Secrets = traceFields(h, full, leaves, real)
+	// Only the leaves a field names keep their text: the trace is held in
+	// the server's memory per commit.
+	used := map[int]bool{}
+	for _, f := range out.Fields {
+		for _, p := range f.Parts {
+			used[p.Leaf] = true
+		}
+	}
+	for i := range out.Leaves {
+		if !used[i+1] {
+			out.Leaves[i].Text = ""
+		}
+	}
 	return out
 }
 
@@ -95,14 +131,13 @@ func traceFailed(e *Error) service.HelmTrace {
 
 // traceFields renders with marked leaves, halving the marked set when a
 // render fails, and reads the markers in each traced object.
-func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) []service.HelmField {
+func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) (fields []service.HelmField, secrets []int) {
 	all := make([]int, len(leaves))
 	for i := range all {
 		all[i] = i
 	}
 	queue := [][]int{all}
 	renders := 0
-	var fields []service.HelmField
 	seen := map[string]int{}
 	for len(queue) > 0 && renders < maxTraceRenders {
 		set := queue[0]
@@ -124,7 +159,9 @@ func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) 
 			}
 			continue
 		}
-		for _, f := range readMarkers(flattenDocs(docs), real, leaves, marked) {
+		docs = flattenDocs(docs)
+		secrets = append(secrets, secretLeaves(docs, leafLookup(leaves, marked))...)
+		for _, f := range readMarkers(docs, real, leaves, marked) {
 			key := strconv.Itoa(f.Doc) + f.Pointer
 			if i, ok := seen[key]; ok {
 				// Another half traced other leaves of the same field.
@@ -141,7 +178,7 @@ func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) 
 		}
 		return fields[i].Pointer < fields[j].Pointer
 	})
-	return fields
+	return fields, secrets
 }
 
 // collectLeaves lists the markable leaves below v in a fixed order (map
@@ -207,12 +244,12 @@ func markValues(v any, marked map[int]bool, counter *int) any {
 	i := *counter
 	*counter++
 	switch {
-	case !marked[i]:
+	case !marked[i] || (l.num && numberMarker(i) > markerNumberMax):
 		return v
 	case l.num:
-		return float64(markerNumberBase + i)
+		return float64(numberMarker(i))
 	default:
-		return fmt.Sprintf("kkm%06dz", i)
+		return stringMarker(i)
 	}
 }
 

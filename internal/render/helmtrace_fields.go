@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,17 +27,22 @@ func keyOf(o map[string]any, demark func(string) string) docKey {
 // with its parts. Where the traced object's shape (keys, list lengths)
 // differs from the real one — a template compared a marked leaf — only the
 // fields whose parts give the real value are kept.
-func readMarkers(traced, real []helmDoc, leaves []leaf, marked map[int]bool) []service.HelmField {
-	lookup := func(num bool, i int) (leaf, bool) {
-		if i < 0 || i >= len(leaves) || !marked[i] || leaves[i].num != num {
+// leafLookup finds the marked leaf a marker names.
+func leafLookup(leaves []leaf, marked map[int]bool) func(num bool, i int) (leaf, bool) {
+	return func(num bool, i int) (leaf, bool) {
+		if i < 0 || i >= len(leaves) || !marked[i] || leaves[i].num != num || (num && numberMarker(i) > markerNumberMax) {
 			return leaf{}, false
 		}
 		return leaves[i], true
 	}
+}
+
+func readMarkers(traced, real []helmDoc, leaves []leaf, marked map[int]bool) []service.HelmField {
+	lookup := leafLookup(leaves, marked)
 	demark := func(s string) string {
 		return markerRE.ReplaceAllStringFunc(s, func(m string) string {
-			num, i := markerIndex(m)
-			if l, ok := lookup(num, i); ok {
+			num, i, _, ok := parseMarker(m)
+			if l, found := lookup(num, i); ok && found {
 				return l.text
 			}
 			return m
@@ -55,12 +61,12 @@ func readMarkers(traced, real []helmDoc, leaves []leaf, marked map[int]bool) []s
 		realObj := real[ri].obj.Object
 		sameShape := shapeEqual(d.obj.Object, realObj)
 		walkScalars(d.obj.Object, nil, func(tokens []string, v any) {
-			parts := markerParts(v, lookup)
+			parts, transformed := markerParts(v, lookup)
 			if parts == nil {
 				return
 			}
 			want, _ := service.LookupPointer(realObj, tokens)
-			verified := partsGive(parts, leaves, want)
+			verified := !transformed && partsGive(parts, leaves, want)
 			if verified || sameShape {
 				out = append(out, service.HelmField{Doc: ri, Pointer: service.JoinPointer(tokens), Parts: parts, Verified: verified})
 			}
@@ -69,55 +75,54 @@ func readMarkers(traced, real []helmDoc, leaves []leaf, marked map[int]bool) []s
 	return out
 }
 
-// markerIndex reads a marker: a number marker, and the leaf's index.
-func markerIndex(m string) (bool, int) {
-	if strings.HasPrefix(m, "kkm") {
-		i, _ := strconv.Atoi(m[3:9])
-		return false, i
-	}
-	n, _ := strconv.Atoi(m)
-	return true, n - markerNumberBase
-}
-
 // markerParts splits a scalar into literal text and leaves; nil when it
-// holds no marker of a marked leaf.
-func markerParts(v any, lookup func(bool, int) (leaf, bool)) []service.HelmPart {
+// holds no marker of a marked leaf. transformed reports a marker a
+// template changed (its case).
+func markerParts(v any, lookup func(bool, int) (leaf, bool)) ([]service.HelmPart, bool) {
+	var n int64
 	switch t := v.(type) {
 	case float64:
-		if t == float64(int64(t)) {
-			if _, ok := lookup(true, int(t)-markerNumberBase); ok {
-				return []service.HelmPart{{Leaf: int(t) - markerNumberBase + 1}}
-			}
+		if t != float64(int64(t)) {
+			return nil, false
 		}
-		return nil
+		n = int64(t)
 	case int64:
-		if _, ok := lookup(true, int(t)-markerNumberBase); ok {
-			return []service.HelmPart{{Leaf: int(t) - markerNumberBase + 1}}
-		}
-		return nil
+		n = t
 	case string:
-		var parts []service.HelmPart
-		last, found := 0, false
-		for _, loc := range markerRE.FindAllStringIndex(t, -1) {
-			num, i := markerIndex(t[loc[0]:loc[1]])
-			if _, ok := lookup(num, i); !ok {
-				continue
-			}
-			if loc[0] > last {
-				parts = append(parts, service.HelmPart{Text: t[last:loc[0]]})
-			}
-			parts = append(parts, service.HelmPart{Leaf: i + 1})
-			last, found = loc[1], true
-		}
-		if !found {
-			return nil
-		}
-		if last < len(t) {
-			parts = append(parts, service.HelmPart{Text: t[last:]})
-		}
-		return parts
+		return stringParts(t, lookup)
+	default:
+		return nil, false
 	}
-	return nil
+	if num, i, _, ok := parseMarker(strconv.FormatInt(n, 10)); ok && num {
+		if _, found := lookup(true, i); found {
+			return []service.HelmPart{{Leaf: i + 1}}, false
+		}
+	}
+	return nil, false
+}
+
+func stringParts(t string, lookup func(bool, int) (leaf, bool)) ([]service.HelmPart, bool) {
+	var parts []service.HelmPart
+	last, found, transformed := 0, false, false
+	for _, loc := range markerRE.FindAllStringIndex(t, -1) {
+		num, i, intact, ok := parseMarker(t[loc[0]:loc[1]])
+		if _, known := lookup(num, i); !ok || !known {
+			continue
+		}
+		transformed = transformed || !intact
+		if loc[0] > last {
+			parts = append(parts, service.HelmPart{Text: t[last:loc[0]]})
+		}
+		parts = append(parts, service.HelmPart{Leaf: i + 1})
+		last, found = loc[1], true
+	}
+	if !found {
+		return nil, false
+	}
+	if last < len(t) {
+		parts = append(parts, service.HelmPart{Text: t[last:]})
+	}
+	return parts, transformed
 }
 
 // partsGive reports whether the parts, with each leaf's real value, give
@@ -193,4 +198,38 @@ func shapeEqual(a, b any) bool {
 		return false
 	}
 	return true
+}
+
+// secretLeaves are the leaves whose markers a core Secret's data (base64
+// decoded, as b64enc writes it) or stringData holds: values the revert
+// preview must never show, even as a patch's context.
+func secretLeaves(traced []helmDoc, lookup func(bool, int) (leaf, bool)) []int {
+	var out []int
+	for _, d := range traced {
+		o := d.obj.Object
+		if o["apiVersion"] != "v1" || o["kind"] != "Secret" {
+			continue
+		}
+		var texts []string
+		for _, key := range []string{"data", "stringData"} {
+			m, _ := o[key].(map[string]any)
+			for _, v := range m {
+				s, _ := v.(string)
+				texts = append(texts, s)
+				if b, err := base64.StdEncoding.DecodeString(s); key == "data" && err == nil {
+					texts = append(texts, string(b))
+				}
+			}
+		}
+		for _, t := range texts {
+			for _, m := range markerRE.FindAllString(t, -1) {
+				if num, i, _, ok := parseMarker(m); ok {
+					if _, known := lookup(num, i); known {
+						out = append(out, i+1)
+					}
+				}
+			}
+		}
+	}
+	return out
 }

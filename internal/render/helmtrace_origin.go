@@ -82,59 +82,98 @@ func parameterLayers(opts *Helm) []originLayer {
 
 // yamlLayer is a YAML document that sets the leaves it holds (below
 // prefix, which the leaf's path starts with), the line of the key found.
+// The document's keys are indexed once (a lookup per leaf would be
+// quadratic in a large values file).
 func yamlLayer(data []byte, prefix []string, at service.HelmOrigin) originLayer {
 	var doc yaml.Node
-	parsed := yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1
+	lines := map[string]lineAt{}
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
+		indexLines(doc.Content[0], nil, lineAt{line: doc.Content[0].Line}, lines, 0)
+	}
 	return func(leafPath []string) (service.HelmOrigin, bool) {
-		if !parsed || len(leafPath) < len(prefix) || strings.Join(leafPath[:len(prefix)], "\x00") != strings.Join(prefix, "\x00") {
+		if len(leafPath) < len(prefix) || strings.Join(leafPath[:len(prefix)], "\x00") != strings.Join(prefix, "\x00") {
 			return service.HelmOrigin{}, false
 		}
-		line, ok := nodeLine(doc.Content[0], leafPath[len(prefix):])
+		l, ok := lines[strings.Join(leafPath[len(prefix):], "\x00")]
 		if !ok {
 			return service.HelmOrigin{}, false
 		}
 		o := at
 		if o.File != "" {
-			o.Line = line
+			o.Line, o.Shared = l.line, l.shared
 		}
 		return o, true
 	}
 }
 
-// nodeLine is the line of the key (or list item) at tokens below n.
-func nodeLine(n *yaml.Node, tokens []string) (int, bool) {
-	line := n.Line
-	for _, tok := range tokens {
-		for n != nil && n.Kind == yaml.AliasNode {
-			n = n.Alias
+// lineAt is where a values path is set: the line of its key (or list
+// item), and whether its value comes through an alias or a << merge (the
+// anchor's line is shared with every place that uses it).
+type lineAt struct {
+	line   int
+	shared bool
+}
+
+// maxIndexedPaths bounds one values document's index (aliases repeat
+// what they name; a document of nested aliases would never end).
+const maxIndexedPaths = 200_000
+
+// indexLines records every path below n with where it is set, direct keys
+// before those a << merge brings in, as YAML's merge gives them.
+func indexLines(n *yaml.Node, path []string, at lineAt, out map[string]lineAt, depth int) {
+	if depth > 64 || len(out) >= maxIndexedPaths {
+		return
+	}
+	for n != nil && n.Kind == yaml.AliasNode {
+		n, at.shared = n.Alias, true
+	}
+	if n == nil {
+		return
+	}
+	out[strings.Join(path, "\x00")] = at
+	child := func(tok string) []string { return append(path[:len(path):len(path)], tok) }
+	switch n.Kind {
+	case yaml.MappingNode:
+		direct := map[string]bool{}
+		var merges []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Value == "<<" {
+				merges = append(merges, k, n.Content[i+1])
+				continue
+			}
+			direct[k.Value] = true
+			indexLines(n.Content[i+1], child(k.Value), lineAt{line: k.Line, shared: at.shared}, out, depth+1)
 		}
-		if n == nil {
-			return 0, false
-		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == tok {
-					line, next = n.Content[i].Line, n.Content[i+1]
+		for i := 0; i+1 < len(merges); i += 2 {
+			src := merges[i+1]
+			for src != nil && src.Kind == yaml.AliasNode {
+				src = src.Alias
+			}
+			sources := []*yaml.Node{src}
+			if src != nil && src.Kind == yaml.SequenceNode {
+				sources = src.Content
+			}
+			for _, m := range sources {
+				for m != nil && m.Kind == yaml.AliasNode {
+					m = m.Alias
+				}
+				if m == nil || m.Kind != yaml.MappingNode {
+					continue
+				}
+				for j := 0; j+1 < len(m.Content); j += 2 {
+					if k := m.Content[j].Value; !direct[k] && k != "<<" {
+						direct[k] = true
+						indexLines(m.Content[j+1], child(k), lineAt{line: merges[i].Line, shared: true}, out, depth+1)
+					}
 				}
 			}
-			if next == nil {
-				return 0, false
-			}
-			n = next
-		case yaml.SequenceNode:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n.Content) {
-				return 0, false
-			}
-			n = n.Content[i]
-			line = n.Line
-		default:
-			return 0, false
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			indexLines(item, child(strconv.Itoa(i)), lineAt{line: item.Line, shared: at.shared}, out, depth+1)
 		}
 	}
-	return line, true
 }
 
 // chartLayers are a chart's values.yaml (at dir in the tree, its values

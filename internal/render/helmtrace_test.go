@@ -117,3 +117,23 @@ func TestTraceHelmInChild(t *testing.T) {
 		t.Errorf("the child's trace differs from the in-process one:\n%s\n%s", got, wantJSON)
 	}
 }
+
+// Small arithmetic on a number leaf does not land on another leaf's
+// marker, and a literal in a template that looks like one is not a leaf.
+func TestTraceHelmArithmeticIsNotAnotherLeaf(t *testing.T) {
+	files := map[string][]byte{
+		"c/Chart.yaml":  []byte("apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+		"c/values.yaml": []byte("a: 80\nb: 81\n"),
+		"c/templates/s.yaml": []byte("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports:\n" +
+			"    - port: {{ .Values.a }}\n      targetPort: {{ add .Values.a 1 }}\n      nodePort: 910001\n"),
+	}
+	tr := TraceHelm(Request{Files: files, AppName: "x", Namespace: "x", Source: Source{Path: "c"}})
+	for _, f := range tr.Fields {
+		if f.Pointer != "/spec/ports/0/port" {
+			t.Errorf("%s traced to leaf %v", f.Pointer, tr.Leaves[f.Parts[0].Leaf-1].Path)
+		}
+	}
+	if len(tr.Fields) != 1 {
+		t.Errorf("fields %+v", tr.Fields)
+	}
+}

@@ -78,6 +78,11 @@ func encode(objs []*unstructured.Unstructured) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return marshalObjects(objs)
+}
+
+// marshalObjects writes objects as multi-document YAML, one each.
+func marshalObjects(objs []*unstructured.Unstructured) ([]byte, error) {
 	var b bytes.Buffer
 	for _, obj := range objs {
 		y, err := yaml.Marshal(obj.Object)
