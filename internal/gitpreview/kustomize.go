@@ -45,6 +45,9 @@ type klayer struct {
 	lineOffset int
 	node       *yaml.Node
 	doc        *docMask // node, for the masker
+	// override names the Application's entry the layer comes from
+	// (spec.source.kustomize...); "" for the repository's own.
+	override string
 }
 
 // kustomizeObjects traces the kustomization in dir: its resources (files,
@@ -54,7 +57,13 @@ type klayer struct {
 // replicas and images transformers, then namePrefix, nameSuffix and
 // namespace. Remote resources, components and generators' outputs are not
 // traced (errKustomizeUnsupported).
-func kustomizeObjects(files map[string][]byte, dir string, depth int) ([]*kobj, error) {
+//
+// app is the Application's spec.source.kustomize (nil: none), applied to
+// this kustomization as Argo CD's `kustomize edit` does: its patches after
+// the kustomization's, its replicas and images after its transformers (the
+// last that sets a field wins), its namePrefix, nameSuffix and namespace
+// in place of the kustomization's.
+func kustomizeObjects(files map[string][]byte, dir string, depth int, app *yaml.Node) ([]*kobj, error) {
 	if depth > maxKustomizeDepth {
 		return nil, errKustomizeUnsupported
 	}
@@ -73,7 +82,11 @@ func kustomizeObjects(files map[string][]byte, dir string, depth int) ([]*kobj, 
 		}
 		objs = append(objs, more...)
 	}
-	for _, p := range kustomizePatches(files, dir, kfile, k) {
+	patches := kustomizePatches(files, dir, kfile, k)
+	if app != nil {
+		patches = append(patches, appPatches(files, dir, app)...)
+	}
+	for _, p := range patches {
 		for _, o := range objs {
 			if p.targets(o) {
 				o.layers = append(o.layers, p.layer)
@@ -82,6 +95,10 @@ func kustomizeObjects(files map[string][]byte, dir string, depth int) ([]*kobj, 
 	}
 	kustomizeTransformers(kfile, k, objs)
 	prefix, suffix, ns := scalar(k, "namePrefix"), scalar(k, "nameSuffix"), scalar(k, "namespace")
+	if app != nil {
+		appTransformers(app, objs)
+		prefix, suffix, ns = overridden(app, "namePrefix", prefix), overridden(app, "nameSuffix", suffix), overridden(app, "namespace", ns)
+	}
 	for _, o := range objs {
 		o.key.name = prefix + o.key.name + suffix
 		if ns != "" {
@@ -114,7 +131,7 @@ func kustomizeResource(files map[string][]byte, p, entry string, depth int) ([]*
 	}
 	b, ok := files[p]
 	if !ok {
-		return kustomizeObjects(files, p, depth+1)
+		return kustomizeObjects(files, p, depth+1, nil)
 	}
 	var objs []*kobj
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
@@ -291,6 +308,7 @@ func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting,
 		set = true
 	}
 	for _, l := range o.layers {
+		before := s.source
 		switch l.kind {
 		case "smp":
 			if node, line, gitTokens, ok := locate(l.node, tokens, live); ok {
@@ -313,6 +331,9 @@ func kustomizeField(o *kobj, tokens []string, live any, commit string) (setting,
 			}
 		case "images":
 			s, set = images(l, tokens, s, set, commit)
+		}
+		if l.override != "" && set && (s.source.Path != before.Path || s.source.Line != before.Line || s.source.Via != before.Via) {
+			s.source = appOverrideSource(l, s, commit)
 		}
 	}
 	return s, set

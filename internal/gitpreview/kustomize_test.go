@@ -102,3 +102,36 @@ func TestLocateKustomize(t *testing.T) {
 		}
 	}
 }
+
+// TestLocateKustomizeApplicationOverrides checks the Application's own
+// spec.source.kustomize: its images, replicas and patches apply after the
+// kustomization's and name the entry (path empty); its namePrefix
+// replaces the kustomization's.
+func TestLocateKustomizeApplicationOverrides(t *testing.T) {
+	c := service.Cluster{TeamID: "t", GitOpsRepo: repo}
+	spec := `{"path":"overlays/prod","kustomize":{"namePrefix":"live-","images":["nginx=registry.example.com/nginx:1.30"],` +
+		`"replicas":[{"name":"web","count":7}],"patches":[{"target":{"kind":"Deployment","name":"web"},` +
+		`"patch":"- op: replace\n  path: /spec/revisionHistoryLimit\n  value: 3"}]}}`
+	app := service.Application{Name: "web", Sources: []service.AppSource{{RepoURL: repo, Path: "overlays/prod", TargetRevision: "main",
+		Spec: json.RawMessage(spec)}}, Destination: service.AppDestination{Namespace: "default"}, Sync: service.AppSync{Revision: "k1"}}
+	obj := service.ObjectInfo{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "live-web", Namespaced: true,
+		Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "web", "image": "registry.example.com/nginx:1.30"}}}}}}}
+	l := &Locator{Fetcher: trees{"k1": kustomizeTree}, Masker: mustMasker(t)}
+	fields := []service.FieldPreview{
+		{Field: "/spec/template/spec/containers/0/image"},
+		{Field: "/spec/replicas"},
+		{Field: "/spec/revisionHistoryLimit"},
+	}
+	want := []string{
+		`{"state":"set","value":"registry.example.com/nginx:1.30","source":{"revision":"k1","path":"","line":0,"via":"application_override","override":"spec.source.kustomize.images[0]"}}`,
+		`{"state":"set","value":7,"source":{"revision":"k1","path":"","line":0,"via":"application_override","override":"spec.source.kustomize.replicas[name=web]"}}`,
+		`{"state":"set","value":3,"source":{"revision":"k1","path":"","line":0,"via":"application_override","override":"spec.source.kustomize.patches"}}`,
+	}
+	for i, f := range l.Locate(context.Background(), c, app, obj, fields) {
+		b, _ := json.Marshal(f.Git)
+		if string(b) != want[i] {
+			t.Errorf("%s\n got %s\nwant %s", f.Field, b, want[i])
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (l *Locator) kustomize(files map[string][]byte, src service.AppSource, app 
 	if size > MaxSourceBytes {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonRepoTooLarge})
 	}
-	objs, err := kustomizeObjects(files, dir, 0)
+	objs, err := kustomizeObjects(files, dir, 0, appKustomize(src.Spec))
 	if err != nil {
 		return withGit(fields, service.GitValue{State: service.GitUnavailable, Reason: service.ReasonSourceTypeUnsupported})
 	}
