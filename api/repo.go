@@ -54,6 +54,9 @@ func handleToolRepoTree(log *slog.Logger, view *service.RepoView) http.Handler {
 	}
 	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
 		in, err := decode[request](r)
+		if err == nil {
+			err = needCluster(in.ClusterID)
+		}
 		if err != nil {
 			return service.ToolAnswer{}, err
 		}
@@ -70,6 +73,9 @@ func handleToolRepoFile(log *slog.Logger, view *service.RepoView) http.Handler {
 	}
 	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
 		in, err := decode[request](r)
+		if err == nil {
+			err = needCluster(in.ClusterID)
+		}
 		if err != nil {
 			return service.ToolAnswer{}, err
 		}
@@ -108,6 +114,9 @@ func handleToolAppManifests(log *slog.Logger, view *service.RepoView) http.Handl
 	}
 	return toolHandler(log, view, func(r *http.Request, p service.Principal) (service.ToolAnswer, error) {
 		in, err := decode[request](r)
+		if err == nil {
+			err = needCluster(in.ClusterID)
+		}
 		if err != nil {
 			return service.ToolAnswer{}, err
 		}
@@ -139,6 +148,9 @@ func handleToolGitChange(log *slog.Logger, changes *service.GitChanges) http.Han
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := service.PrincipalFromContext(r.Context())
 		in, err := decode[request](r)
+		if err == nil {
+			err = needCluster(in.ClusterID)
+		}
 		if err != nil {
 			writeError(w, r, log, err)
 			return
@@ -150,4 +162,14 @@ func handleToolGitChange(log *slog.Logger, changes *service.GitChanges) http.Han
 		a, err := changes.Tool(r.Context(), p, in.ClusterID, in.PlanID, warningLanguage(r))
 		reply(w, r, log, a, err)
 	})
+}
+
+// needCluster refuses a tool call that names no cluster: a malformed
+// request (422 validation_failed), not a cluster that does not exist.
+func needCluster(id string) error {
+	if id != "" {
+		return nil
+	}
+	return &service.Error{Code: service.EVALIDATION, Message: "The request is invalid.",
+		Fields: []service.FieldError{{Field: "cluster_id", Message: "is required"}}}
 }

@@ -136,4 +136,10 @@ func TestRepoRoutesValidate(t *testing.T) {
 	a.do("GET", "/v1/clusters/bare/gitops-repo/tree", member, nil, nil).wantProblem(t, 409, "repo_not_connected")
 	a.do("GET", "/v1/clusters/prod/gitops-repo/tree", other, nil, nil).wantProblem(t, 404, "cluster_not_found")
 	a.do("POST", "/v1/tools/repo_tree", member, json.RawMessage(`{"cluster_id":"prod"}`), nil).wantProblem(t, 403, "forbidden")
+	// A tool call that names no cluster is malformed, whichever tool; a
+	// path that leaves the repository is too.
+	for _, tool := range []string{"repo_tree", "repo_file", "app_manifests", "git_change"} {
+		a.do("POST", "/v1/tools/"+tool, agent, json.RawMessage(`{}`), nil).wantProblem(t, 422, "validation_failed")
+	}
+	a.do("POST", "/v1/tools/repo_file", agent, json.RawMessage(`{"cluster_id":"prod","path":"../x"}`), nil).wantProblem(t, 422, "validation_failed")
 }

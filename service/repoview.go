@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -320,8 +321,7 @@ func toolAnswer(text string, err error, lang string) (ToolAnswer, error) {
 			text = notConnectedText(lang)
 		case ErrorReason(err) == ReasonRenderBusy:
 			text = renderBusyText(lang)
-		case code == EVALIDATION || code == EINVALID || code == EUNAUTHENTICATED || code == EFORBIDDEN ||
-			ErrorReason(err) == ReasonClusterNotFound:
+		case malformedRequest(err) || code == EUNAUTHENTICATED || code == EFORBIDDEN || ErrorReason(err) == ReasonClusterNotFound:
 			return ToolAnswer{}, err
 		default:
 			text = ErrorMessage(err)
@@ -369,4 +369,16 @@ func (s *RepoView) FileTool(ctx context.Context, p Principal, clusterID, file, r
 		return toolAnswer(fmt.Sprintf("%s @ %s is a binary file of %d bytes.", f.Path, shortCommit(f.Commit), f.Size), nil, lang)
 	}
 	return toolAnswer(fmt.Sprintf("%s @ %s\n%s", f.Path, shortCommit(f.Commit), f.Content), nil, lang)
+}
+
+// malformedRequest reports an error about the request itself — a field it
+// got wrong, or input that does not parse — rather than an outcome the
+// model should read (a repository too large, a render that failed, a
+// source that is not supported: those carry their own reason).
+func malformedRequest(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code == EINVALID || (e.Code == EVALIDATION && (len(e.Fields) > 0 || e.Reason == "" || e.Reason == ReasonValidationFailed))
 }
