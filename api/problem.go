@@ -19,6 +19,7 @@ type problem struct {
 	Status    int                  `json:"status"`
 	Detail    string               `json:"detail"`
 	Code      string               `json:"code"`
+	Reason    string               `json:"reason,omitempty"` // refines code (render_failed: helm_dependencies_missing)
 	RequestID string               `json:"request_id,omitempty"`
 	Errors    []service.FieldError `json:"errors,omitempty"`
 }
@@ -42,6 +43,12 @@ var wireErrors = map[string]struct {
 
 // writeProblem writes a problem response with an explicit status and code.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, code service.Reason, detail string, fields []service.FieldError) {
+	writeProblemWith(w, r, status, code, "", detail, fields)
+}
+
+// writeProblemWith is writeProblem with a reason that refines the code.
+func writeProblemWith(w http.ResponseWriter, r *http.Request, status int, code, reason service.Reason, detail string,
+	fields []service.FieldError) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kukie"`)
 	}
@@ -57,6 +64,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, code servi
 		Status:    status,
 		Detail:    detail,
 		Code:      string(code),
+		Reason:    string(reason),
 		RequestID: requestIDFromContext(r.Context()),
 		Errors:    fields,
 	})
@@ -83,9 +91,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		wire = wireErrors[service.EINTERNAL]
 	}
 	var fields []service.FieldError
+	var cause service.Reason
 	var se *service.Error
 	if errors.As(err, &se) {
-		fields = se.Fields
+		fields, cause = se.Fields, se.Cause
 		if se.Reason != "" && (wire.status < 500 || se.Code == service.EUPSTREAM || se.Code == service.EUNAVAILABLE) {
 			wire.code = se.Reason // a refined wire code, e.g. cluster_not_found
 		}
@@ -107,5 +116,5 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.InfoContext(r.Context(), "request refused", "request_id", requestIDFromContext(r.Context()),
 			"code", wire.code, "err", err)
 	}
-	writeProblem(w, r, wire.status, wire.code, detail, fields)
+	writeProblemWith(w, r, wire.status, wire.code, cause, detail, fields)
 }

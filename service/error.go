@@ -37,6 +37,9 @@ type Error struct {
 	// ReasonClusterNotFound or ReasonArgoCDForbidden. Empty means the code's
 	// default.
 	Reason Reason
+	// Cause refines Reason further where a client may act on it, e.g.
+	// helm_dependencies_missing under render_failed ("" when none).
+	Cause  Reason
 	Fields []FieldError
 	Err    error
 	// RetryAfter, when set, is how long the client should wait before

@@ -97,7 +97,9 @@ type SourceManifests struct {
 
 // SourceError is why one source did not render.
 type SourceError struct {
-	Code    Reason `json:"code"`
+	Code Reason `json:"code"`
+	// Reason refines Code (helm_dependencies_missing, render_timeout, ...).
+	Reason  Reason `json:"reason,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -187,7 +189,7 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		case ReasonRenderBusy:
 			return AppManifests{}, ErrRenderBusy(s.Queue.RetryAfter())
 		}
-		return AppManifests{}, ReasonError(code, e.Code, e.Message)
+		return AppManifests{}, &Error{Code: code, Reason: e.Code, Cause: e.Reason, Message: e.Message}
 	}
 	return out, nil
 }
@@ -305,12 +307,12 @@ func (s *RepoView) renderFlight(ctx context.Context, c Cluster, app Application,
 		p.Error = &SourceError{Code: ReasonRenderFailed, Message: "The render could not run."}
 		return p // a failure to run is not cached
 	case out.Code != "" && out.Masked:
-		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: out.Message}
+		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Reason: out.Reason, Message: out.Message}
 	case out.Code != "":
 		// A tool's message may quote a template's values: masked, and
 		// cut of every secret masked in the source's inputs.
 		msg := s.Masker.File("render-error.txt", []byte(out.Message))
-		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Message: string(msg.Content)}
+		p.SourceType, p.Error = out.SourceType, &SourceError{Code: out.Code, Reason: out.Reason, Message: string(msg.Content)}
 		secrets = append(secrets, msg.Secrets...)
 	case out.Masked:
 		// Masked in the child, under its limits: masking again here

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -175,8 +176,14 @@ func TestManifestsLoadDependentFailuresNotCached(t *testing.T) {
 			view := &RepoView{Clusters: store, ArgoCD: &ArgoCD{Clusters: store, Cache: cache}, Fetcher: fakeFetcher{files: map[string][]byte{}},
 				Masker: maskAll{}, Renderer: r, ManifestMasker: maskAll{}}
 			for range 2 {
-				if _, err := view.Manifests(context.Background(), Principal{TeamID: "t1"}, "c1", "web"); ErrorReason(err) != ReasonRenderFailed {
+				_, err := view.Manifests(context.Background(), Principal{TeamID: "t1"}, "c1", "web")
+				if ErrorReason(err) != ReasonRenderFailed {
 					t.Fatalf("Manifests: %v, want render_failed", err)
+				}
+				// The render's reason refines the code (a single source's failure is the answer).
+				var e *Error
+				if want := Reason(strings.TrimPrefix(string(tt.reason), "template_error")); !errors.As(err, &e) || e.Cause != want {
+					t.Errorf("cause %+v, want %q", e, want)
 				}
 			}
 			if got := r.n.Load(); got != tt.renders {
