@@ -141,10 +141,18 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 	if len(revisions) == 0 && app.Sync.Revision != "" {
 		revisions = []string{app.Sync.Revision}
 	}
-	if app.HydratedSource != nil {
+	switch {
+	case app.HydratedSource != nil:
+		// Argo CD syncs the hydrated branch (the sync source), not the dry
+		// source people commit to: at the revision it compared, else the
+		// branch resolved now.
 		sources, revisions = []AppSource{*app.HydratedSource}, nil
-	}
-	if len(sources) == 0 || len(revisions) != len(sources) {
+		if app.Sync.Revision != "" {
+			revisions = []string{app.Sync.Revision}
+		} else {
+			out.RevisionSource = "target_revision"
+		}
+	case len(sources) == 0 || len(revisions) != len(sources):
 		out.RevisionSource, sources, revisions = "target_revision", app.Sources, nil
 	}
 	var kubeVersion string

@@ -106,6 +106,10 @@ func (l *Locator) locate(ctx context.Context, c service.Cluster, app service.App
 // source is the app's one Git source in the connected repository and the
 // revision Argo CD compares against, or why the preview cannot trace it.
 func source(c service.Cluster, app service.Application) (service.AppSource, string, service.Reason) {
+	if app.HydratedSource != nil {
+		// A source hydrator's app applies its hydrated branch.
+		app.Sources = []service.AppSource{*app.HydratedSource}
+	}
 	switch {
 	case len(app.Sources) != 1:
 		return service.AppSource{}, "", service.ReasonMultiSourceUnsupported
