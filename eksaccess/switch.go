@@ -49,7 +49,9 @@ var _ service.LevelApplier = (*AWS)(nil)
 //
 // Limited: namespaces is the Edit scope (registered ∩ AllowedNamespaces).
 // Edit is (re)associated when it is absent or its scope differs (this also
-// narrows it), then ClusterAdmin is disassociated — always, whatever the
+// narrows it), then ClusterAdmin is disassociated. An Edit failure that
+// o.KeepAdmin says will be retried keeps ClusterAdmin and returns (the
+// cluster stays full for now); otherwise ClusterAdmin goes whatever the
 // listing said or the Edit step did, in a short context of its own that
 // ctx's end does not cut. An Edit failure leaves the cluster degraded (a
 // wider Edit scope than namespaces is then removed rather than kept); a
@@ -60,11 +62,11 @@ var _ service.LevelApplier = (*AWS)(nil)
 // upsert; a missing policy is gone). Nothing is retried here: the returned
 // error is the failure that decided the state, for Retryable and the job.
 func (a *AWS) ApplyLevel(ctx context.Context, acct service.Account, externalID string, c service.Cluster,
-	target service.AccessLevel, namespaces []string, observe func(service.SwitchStep)) (service.SwitchResult, error) {
+	target service.AccessLevel, namespaces []string, o service.ApplyOptions) (service.SwitchResult, error) {
 	if target != service.AccessFull && target != service.AccessLimited {
 		return service.SwitchResult{}, service.Errorf(service.EINVALID, "Access level %q is neither full nor limited.", target)
 	}
-	s := &switcher{cluster: c.EKSName, principal: acct.RoleARN, observe: observe,
+	s := &switcher{cluster: c.EKSName, principal: acct.RoleARN, observe: o.Observe, keepAdmin: o.KeepAdmin,
 		admin: PolicyARN(acct.Partition, policyClusterAdmin), edit: PolicyARN(acct.Partition, policyEdit)}
 	client, err := a.eksClient(ctx, acct.RoleARN, externalID, c.Region)
 	if err != nil {
@@ -95,6 +97,7 @@ type switcher struct {
 	cluster, principal string
 	admin, edit        string
 	observe            func(service.SwitchStep)
+	keepAdmin          func(error) bool
 	steps              []service.SwitchStep
 }
 
@@ -147,6 +150,12 @@ func (s *switcher) limited(ctx context.Context, namespaces []string) (service.Sw
 		}
 	case !listed || !hasEdit || !sameScope(existing, ns):
 		editErr = s.associate(ctx, s.edit, ns)
+		if editErr != nil && s.keepAdmin != nil && s.keepAdmin(editErr) {
+			// Edit is refused while the stack's change propagates and will
+			// be tried again: ClusterAdmin stays until Edit is in place, so
+			// the cluster is never without a policy (the product's order).
+			return s.result(service.AccessFull, service.AccessActive, editErr), editErr
+		}
 		if editErr != nil && listed && hasEdit && !within(existing, ns) {
 			// The scope the stack allowed before is wider than what it
 			// allows now: no Edit beats Edit the customer revoked.

@@ -241,7 +241,7 @@ func TestApplyLevel(t *testing.T) {
 			c := eksCluster(tc.from)
 			var observed []service.SwitchStep
 			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, c, tc.target, tc.ns,
-				func(s service.SwitchStep) { observed = append(observed, s) })
+				service.ApplyOptions{Observe: func(s service.SwitchStep) { observed = append(observed, s) }})
 			if tc.code == "" && err != nil {
 				t.Fatalf("ApplyLevel: %v", err)
 			}
@@ -303,13 +303,13 @@ func TestApplyLevelIdempotent(t *testing.T) {
 			fx.fake.AddAccessEntry(arn, awsfake.AccessEntry{PrincipalARN: customerRole,
 				Policies: []awsfake.Association{adminAssoc, editAssoc("team-z")}})
 			ctx := ctxFor(t)
-			first, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, tc.ns, nil)
+			first, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, tc.ns, service.ApplyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			after := fx.fake.Associations(arn, customerRole)
 			fx.fake.ResetCalls()
-			second, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(tc.target), tc.target, tc.ns, nil)
+			second, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, eksCluster(tc.target), tc.target, tc.ns, service.ApplyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +342,7 @@ func TestApplyLevelRemovesAdminAfterContextEnds(t *testing.T) {
 	fx.fake.SetLatency(awsfake.OpAssociateAccessPolicy, 3*time.Second)
 	jobCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	got, err := fx.aws.ApplyLevel(jobCtx, fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, nil)
+	got, err := fx.aws.ApplyLevel(jobCtx, fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, service.ApplyOptions{})
 	if !RetryableWithin(err, time.Hour, service.RegistrationPropagationWindow) {
 		t.Errorf("err = %v, want the Edit step's timeout, retryable", err)
 	}
@@ -368,7 +368,7 @@ func TestApplyLevelRoleNotAssumable(t *testing.T) {
 			fx := mustFixture(t, awsfake.LevelFull)
 			fx.fake.AddRole(awsfake.Role{ARN: customerRole, Trust: awsfake.Trust{Mode: awsfake.TrustPinned, ExternalID: "changed"},
 				Level: awsfake.LevelFull})
-			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, []string{"team-a"}, nil)
+			got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), tc.target, []string{"team-a"}, service.ApplyOptions{})
 			wantReason(t, err, service.EVALIDATION, reasonAssumeRoleDenied)
 			if got.State != tc.state || got.Level != service.AccessLimited || len(got.Steps) != 0 || got.Reason == "" {
 				t.Errorf("result = %+v, want limited/%s with a reason and no steps", got, tc.state)
@@ -379,7 +379,7 @@ func TestApplyLevelRoleNotAssumable(t *testing.T) {
 
 func TestApplyLevelInvalidTarget(t *testing.T) {
 	fx := mustFixture(t, awsfake.LevelFull)
-	_, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), "admin", nil, nil)
+	_, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessLimited), "admin", nil, service.ApplyOptions{})
 	if service.ErrorCode(err) != service.EINVALID {
 		t.Errorf("err = %v, want EINVALID", err)
 	}
@@ -456,7 +456,7 @@ func TestApplyLevelRBAC(t *testing.T) {
 	apply := func(t *testing.T, target service.AccessLevel, namespaces []string, want []service.SwitchStep) {
 		t.Helper()
 		fx.fake.ResetCalls()
-		got, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, c, target, namespaces, nil)
+		got, err := fx.aws.ApplyLevel(ctx, fx.account, teamExternalID, c, target, namespaces, service.ApplyOptions{})
 		if err != nil {
 			t.Fatalf("ApplyLevel %s: %v", target, err)
 		}
@@ -512,5 +512,44 @@ func TestApplyLevelRBAC(t *testing.T) {
 
 	if err := sim.Err(); err != nil {
 		t.Errorf("RBAC sync: %v", err)
+	}
+}
+
+// The downgrade order: while the Edit association is refused with
+// AccessDenied (the stack's IAM change propagating) and the caller will
+// retry, ClusterAdmin stays — the cluster is never without a policy; the
+// attempt that gives up removes it (fail closed, degraded); once Edit is
+// accepted, Edit is associated before ClusterAdmin goes.
+func TestApplyLevelKeepsAdminWhileEditPropagates(t *testing.T) {
+	fx := mustFixture(t, awsfake.LevelLimited, "team-*")
+	arn := fx.addCluster("https://ABC.gr7.ap-northeast-2.eks.amazonaws.com", caPEM)
+	fx.fake.AddAccessEntry(arn, awsfake.AccessEntry{PrincipalARN: customerRole, Policies: []awsfake.Association{adminAssoc}})
+	fx.fake.FailWith(awsfake.OpAssociateAccessPolicy, awsfake.Fault{Times: 2, Code: "AccessDeniedException", Status: 403})
+	hasAdmin := func() bool {
+		for _, a := range fx.fake.Associations(arn, customerRole) {
+			if a.PolicyARN == adminPolicy {
+				return true
+			}
+		}
+		return false
+	}
+	retrying := service.ApplyOptions{KeepAdmin: func(err error) bool { return RetryableWithin(err, time.Second, time.Minute) }}
+	got, err := fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, retrying)
+	if err == nil || got.Level != service.AccessFull || got.State != service.AccessActive || !hasAdmin() {
+		t.Fatalf("a retried Edit failure: %+v, %v, admin kept %v; want full/active with ClusterAdmin kept", got, err, hasAdmin())
+	}
+	// The caller's last attempt: Edit still refused, ClusterAdmin goes.
+	got, err = fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"},
+		service.ApplyOptions{KeepAdmin: func(error) bool { return false }})
+	if err == nil || got.Level != service.AccessLimited || got.State != service.AccessDegraded || hasAdmin() {
+		t.Fatalf("the last attempt: %+v, %v, admin kept %v; want limited/degraded without ClusterAdmin", got, err, hasAdmin())
+	}
+	// Edit accepted now: associated before ClusterAdmin would be removed.
+	fx.fake.AddAccessEntry(arn, awsfake.AccessEntry{PrincipalARN: customerRole, Policies: []awsfake.Association{adminAssoc}})
+	fx.fake.ResetCalls()
+	got, err = fx.aws.ApplyLevel(ctxFor(t), fx.account, teamExternalID, eksCluster(service.AccessFull), service.AccessLimited, []string{"team-a"}, retrying)
+	if err != nil || got.State != service.AccessActive || len(got.Steps) < 2 ||
+		got.Steps[len(got.Steps)-2].Policy != editPolicy || got.Steps[len(got.Steps)-1].Policy != adminPolicy {
+		t.Fatalf("after propagation: %+v, %v; want Edit associated, then ClusterAdmin removed", got, err)
 	}
 }

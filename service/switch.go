@@ -39,11 +39,24 @@ type SwitchResult struct {
 // closed (implemented by eksaccess).
 type LevelApplier interface {
 	// ApplyLevel brings cluster c to target: full (ClusterAdmin first, then
-	// Edit removed) or limited (Edit in namespaces, then ClusterAdmin always
-	// removed). observe, when not nil, is told of each call before it is
-	// made (Outcome started) and after.
+	// Edit removed) or limited (Edit in namespaces, then ClusterAdmin
+	// removed — kept only while an Edit failure will be retried, see
+	// ApplyOptions).
 	ApplyLevel(ctx context.Context, a Account, externalID string, c Cluster, target AccessLevel,
-		namespaces []string, observe func(SwitchStep)) (SwitchResult, error)
+		namespaces []string, o ApplyOptions) (SwitchResult, error)
+}
+
+// ApplyOptions are what a level switch's caller adds to ApplyLevel.
+type ApplyOptions struct {
+	// Observe, when not nil, is told of each call before it is made
+	// (Outcome started) and after.
+	Observe func(SwitchStep)
+	// KeepAdmin, when not nil, reports whether a failed Edit association
+	// will be tried again (AccessDenied while the stack's IAM change
+	// propagates, within KUKIE_SWITCH_RETRY_BUDGET): a downgrade then keeps
+	// ClusterAdmin for now, so the cluster is never left without a policy;
+	// on the attempt that gives up, ClusterAdmin goes (fail closed).
+	KeepAdmin func(error) bool
 }
 
 // AccessChangeOutcome says how one step of a level switch ended.

@@ -31,7 +31,8 @@ func (s *Switches) applyCluster(ctx context.Context, a Account, externalID, clus
 		scope, dropped = editScope(c.Namespaces, a.AllowedNamespaces)
 	}
 	observe := s.observer(ctx, a, c, generation, target, attempt)
-	res, err := s.Levels.ApplyLevel(ctx, a, externalID, c, target, scope, observe)
+	keepAdmin := func(err error) bool { return ctx.Err() == nil && !lastAttempt && s.retryable(err, since) }
+	res, err := s.Levels.ApplyLevel(ctx, a, externalID, c, target, scope, ApplyOptions{Observe: observe, KeepAdmin: keepAdmin})
 	wctx, cancel := finalWrite(ctx)
 	defer cancel()
 	if c.AccessState == AccessPending && (err == nil || ErrorReason(err) == "access_entry_missing") {
@@ -63,7 +64,8 @@ func (s *Switches) observer(ctx context.Context, a Account, c Cluster, generatio
 
 // keepForRetry records the cluster while a switch's failed call (err) is
 // retried: it stays usable as it is while AWS catches up, at the level
-// applied so far (a downgrade is limited at once). It returns err.
+// applied so far (a downgrade whose Edit is still refused keeps
+// ClusterAdmin, so it stays full until Edit is in place). It returns err.
 func (s *Switches) keepForRetry(wctx context.Context, c Cluster, level, target AccessLevel, err error) error {
 	state := c.AccessState
 	if state == AccessActive || state == "" {
