@@ -136,25 +136,10 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 	if !ok {
 		return AppManifests{}, ErrAppNotFound()
 	}
-	out := AppManifests{AppID: app.ID, RevisionSource: "compared", Sources: []SourceManifests{}}
-	sources, revisions := app.Sync.ComparedTo, app.Sync.Revisions
-	if len(revisions) == 0 && app.Sync.Revision != "" {
-		revisions = []string{app.Sync.Revision}
-	}
-	switch {
-	case app.HydratedSource != nil:
-		// Argo CD syncs the hydrated branch (the sync source), not the dry
-		// source people commit to: at the revision it compared, else the
-		// branch resolved now.
-		sources, revisions = []AppSource{*app.HydratedSource}, nil
-		if app.Sync.Revision != "" {
-			revisions = []string{app.Sync.Revision}
-		} else {
-			out.RevisionSource = "target_revision"
-		}
-	case len(sources) == 0 || len(revisions) != len(sources):
-		out.RevisionSource, sources, revisions = "target_revision", app.Sources, nil
-	}
+	out := AppManifests{AppID: app.ID, Sources: []SourceManifests{}}
+	var sources []AppSource
+	var revisions []string
+	sources, revisions, out.RevisionSource = comparedSources(app)
 	var kubeVersion string
 	var apiVersions []string
 	if s.Versions != nil {
@@ -200,6 +185,29 @@ func (s *RepoView) Manifests(ctx context.Context, p Principal, clusterID, appID 
 		return AppManifests{}, &Error{Code: code, Reason: e.Code, Cause: e.Reason, Message: e.Message}
 	}
 	return out, nil
+}
+
+// comparedSources are the sources Argo CD compared and their revisions
+// ("compared"), or the app's sources to resolve now ("target_revision")
+// when it compared none.
+func comparedSources(app Application) ([]AppSource, []string, string) {
+	sources, revisions := app.Sync.ComparedTo, app.Sync.Revisions
+	if len(revisions) == 0 && app.Sync.Revision != "" {
+		revisions = []string{app.Sync.Revision}
+	}
+	switch {
+	case app.HydratedSource != nil:
+		// Argo CD syncs the hydrated branch (the sync source), not the dry
+		// source people commit to: at the revision it compared, else the
+		// branch resolved now.
+		if app.Sync.Revision != "" {
+			return []AppSource{*app.HydratedSource}, []string{app.Sync.Revision}, "compared"
+		}
+		return []AppSource{*app.HydratedSource}, nil, "target_revision"
+	case len(sources) == 0 || len(revisions) != len(sources):
+		return app.Sources, nil, "target_revision"
+	}
+	return sources, revisions, "compared"
 }
 
 func revisionAt(revisions []string, i int) string {
