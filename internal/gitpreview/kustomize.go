@@ -292,4 +292,3 @@ func kustomizeTransformers(kfile string, k *yaml.Node, objs []*kobj) {
 		}
 	}
 }
-
