@@ -139,17 +139,18 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	if err != nil {
 		tb.Fatal(err)
 	}
+	reviews := mustAccessReviews(tb, db, reader, clock)
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
 		Checker: aws.checker, Jobs: aws.jobs, Now: time.Now}
 	srv := httptest.NewServer(NewServer(Deps{
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Verifier: verifier,
-		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache),
+		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache, reviews),
 			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}, Masker: masker},
 		Teams:         &service.Teams{Store: db, Now: time.Now},
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache), Plans: db, Masker: masker},
-		AccessReviews: mustAccessReviews(tb, db, reader, clock),
+		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache, reviews), Plans: db, Masker: masker},
+		AccessReviews: reviews,
 		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Registrations: registrations, Now: time.Now},
 		Registrations: registrations,
 		Metrics:       NewMetrics(prometheus.NewRegistry()),
@@ -159,7 +160,7 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 }
 
 // detector builds ownership detection on reader when it can read objects.
-func detector(reader service.ApplicationReader, cache *service.SnapshotCache) service.OwnershipDetector {
+func detector(reader service.ApplicationReader, cache *service.SnapshotCache, reviews service.TargetReviewer) service.OwnershipDetector {
 	objects, ok := reader.(service.ObjectReader)
 	if !ok {
 		objects = failingReader{}
@@ -168,7 +169,7 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache) se
 	if err != nil {
 		panic(err) // gitleaks' built-in rules: never fails
 	}
-	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now, Masker: masker}
+	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now, Masker: masker, Access: reviews}
 }
 
 // mustAccessReviews builds can-i on reader when it can ask clusters.

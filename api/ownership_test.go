@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -203,5 +204,82 @@ func TestWarningLanguage(t *testing.T) {
 		if got := warningLanguage(r); got != want {
 			t.Errorf("Accept-Language %q: %s, want %s", header, got, want)
 		}
+	}
+}
+
+// TestOwnershipAccessOnLimitedCluster asks the real API server, through
+// the limited user's connection (edit and view bound in sandbox-plain only,
+// since a bare API server's aggregated roles are empty), whether each
+// change would be allowed — before the card: the verb the tool implies,
+// a composed sentence when RBAC refuses, nothing on FULL clusters.
+func TestOwnershipAccessOnLimitedCluster(t *testing.T) {
+	a := newArgoAPI(t)
+	ask := func(cluster, tool string, resources ...ref) service.Ownership {
+		t.Helper()
+		var o service.Ownership
+		res := a.do("POST", "/v1/clusters/"+cluster+"/argocd/ownership", token(t, "alice", "team-a", "agent"),
+			map[string]any{"tool": tool, "resources": resources}, header{"Accept-Language": "en"})
+		if res.status != 200 {
+			t.Fatalf("ownership: %d %s", res.status, res.body)
+		}
+		res.decode(t, &o)
+		return o
+	}
+	o := ask("limited-cl", "scale_resource", ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"},
+		ref{"kind": "deploy", "namespace": "payments", "name": "api"}, ref{"kind": "namespace", "name": "sandbox-extra"})
+	if len(o.Access) != 3 {
+		t.Fatalf("access = %+v", o.Access)
+	}
+	in, out, cluster := o.Access[0], o.Access[1], o.Access[2]
+	if in.Allowed == nil || !*in.Allowed || in.Verb != "patch" || in.Resource != "deployments" || in.Subresource != "scale" || in.Reason != "" {
+		t.Errorf("scale in an allowed namespace: %+v", in)
+	}
+	if out.Allowed == nil || *out.Allowed || !strings.Contains(out.Reason, "namespace payments is outside the allowed namespaces (sandbox-plain)") {
+		t.Errorf("outside the allowed namespaces: %+v", out)
+	}
+	if cluster.Allowed == nil || *cluster.Allowed || cluster.Namespace != "" || !strings.Contains(cluster.Reason, "no cluster-wide rights") {
+		t.Errorf("cluster-scoped: %+v", cluster)
+	}
+	// apply_manifest creates what does not exist, patches what does; delete deletes.
+	o = ask("limited-cl", "apply_manifest", ref{"kind": "configmap", "namespace": "sandbox-plain", "name": "new-one"},
+		ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"})
+	if len(o.Access) != 2 || o.Access[0].Verb != "create" || o.Access[1].Verb != "patch" || o.Access[0].Allowed == nil || !*o.Access[0].Allowed {
+		t.Errorf("apply_manifest: %+v", o.Access)
+	}
+	if o = ask("limited-cl", "delete_resource", ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"}); len(o.Access) != 1 || o.Access[0].Verb != "delete" {
+		t.Errorf("delete_resource: %+v", o.Access)
+	}
+	// FULL clusters carry no access part.
+	if o = ask("prod-eks", "scale_resource", ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"}); o.Access != nil {
+		t.Errorf("FULL cluster: %+v", o.Access)
+	}
+}
+
+// A plan on a LIMITED cluster stores the per-target access as
+// payload.access; a client's own payload.access never stands.
+func TestPlanStoresAccessOnLimitedCluster(t *testing.T) {
+	a := newArgoAPI(t)
+	agent := token(t, "alice", "team-a", "agent")
+	body := planOn("scale_resource", "shared", ref{"kind": "deploy", "namespace": "payments", "name": "api"})
+	body["cluster_id"] = "limited-cl"
+	body["payload"] = map[string]any{"access": []any{map[string]any{"allowed": true}}, "note": "kept"}
+	p := a.createPlan(agent, body)
+	var payload struct {
+		Access []service.TargetAccess `json:"access"`
+		Note   string                 `json:"note"`
+	}
+	if err := json.Unmarshal(p.Payload, &payload); err != nil {
+		t.Fatal(err)
+	}
+	if len(payload.Access) != 1 || payload.Access[0].Allowed == nil || *payload.Access[0].Allowed ||
+		payload.Access[0].Subresource != "scale" || payload.Note != "kept" {
+		t.Errorf("payload = %s", p.Payload)
+	}
+	// A read tool (no detection): the client's access is dropped.
+	body = planOn("describe_resource", "shared", ref{"kind": "deploy", "namespace": "payments", "name": "api"})
+	body["cluster_id"] = "limited-cl"
+	body["payload"] = map[string]any{"access": []any{map[string]any{"allowed": true}}}
+	if p = a.createPlan(agent, body); strings.Contains(string(p.Payload), "access") {
+		t.Errorf("a client's payload.access stood: %s", p.Payload)
 	}
 }

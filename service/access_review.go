@@ -12,11 +12,12 @@ import (
 // AccessQuestion asks whether Kukie's connection to a cluster may do
 // something (a SelfSubjectAccessReview's resource attributes).
 type AccessQuestion struct {
-	Verb      string `json:"verb"`
-	Group     string `json:"group"`
-	Resource  string `json:"resource"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name,omitempty"`
+	Verb        string `json:"verb"`
+	Group       string `json:"group"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name,omitempty"`
 }
 
 // AccessAnswer is the cluster's answer.
@@ -39,7 +40,10 @@ type AccessReviews struct {
 	Reviewer AccessReviewer
 	Now      func() time.Time
 	TTL      time.Duration
-	cache    *lru.Cache[string, cachedAnswer]
+	// Observe counts each review by outcome (allowed, denied, error,
+	// cached); nil counts nothing.
+	Observe func(outcome string)
+	cache   *lru.Cache[string, cachedAnswer]
 }
 
 type cachedAnswer struct {
@@ -79,17 +83,37 @@ func (s *AccessReviews) CanI(ctx context.Context, p Principal, clusterID string,
 	if !c.Readable() {
 		return AccessAnswer{}, ErrNotReadable(c)
 	}
+	return s.Review(ctx, c, q)
+}
+
+// Review asks cluster c (already the caller's, readable) through Kukie's
+// connection, from the cache when the same question was answered within
+// the TTL.
+func (s *AccessReviews) Review(ctx context.Context, c Cluster, q AccessQuestion) (AccessAnswer, error) {
 	// The cluster's level and its last access change are part of the key:
 	// an answer given before a level switch is not served after it.
 	key := strings.Join([]string{c.Key(), string(c.AccessLevel), strconv.FormatInt(c.UpdatedAt.UnixNano(), 10),
-		q.Verb, q.Group, q.Resource, q.Namespace, q.Name}, "\x00")
+		q.Verb, q.Group, q.Resource, q.Subresource, q.Namespace, q.Name}, "\x00")
 	if a, ok := s.cache.Get(key); ok && s.Now().Sub(a.at) < s.TTL {
+		s.observe("cached")
 		return a.AccessAnswer, nil
 	}
 	a, err := s.Reviewer.CanI(ctx, c, q)
-	if err != nil {
+	switch {
+	case err != nil:
+		s.observe("error")
 		return AccessAnswer{}, err
+	case a.Allowed:
+		s.observe("allowed")
+	default:
+		s.observe("denied")
 	}
 	s.cache.Add(key, cachedAnswer{AccessAnswer: a, at: s.Now()})
 	return a, nil
+}
+
+func (s *AccessReviews) observe(outcome string) {
+	if s.Observe != nil {
+		s.Observe(outcome)
+	}
 }

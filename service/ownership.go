@@ -10,8 +10,10 @@ import (
 // its resolved type, whether it exists, and its metadata.
 type ObjectInfo struct {
 	Group, Version, Kind string
-	Namespace, Name      string
-	Namespaced, Found    bool
+	// Resource is the kind's resource (plural) name, once resolved.
+	Resource          string
+	Namespace, Name   string
+	Namespaced, Found bool
 	// Annotations may hold kubectl.kubernetes.io/last-applied-configuration,
 	// which for a Secret holds its data: never log or return them.
 	Annotations, Labels map[string]string
@@ -244,14 +246,38 @@ type Unmanaged struct {
 
 // Ownership is the answer of a detection.
 type Ownership struct {
-	ArgoCD     *ArgoCDWarning   `json:"argocd"`
-	Unmanaged  []Unmanaged      `json:"unmanaged"`
-	Checked    int              `json:"checked"`
-	Truncated  bool             `json:"truncated"`
-	Skipped    *Skip            `json:"skipped"`
-	DurationMS int64            `json:"duration_ms"`
-	Notes      []string         `json:"notes"`
-	Resolved   []ResolvedTarget `json:"-"` // one per checked target, in order
+	ArgoCD     *ArgoCDWarning `json:"argocd"`
+	Unmanaged  []Unmanaged    `json:"unmanaged"`
+	Checked    int            `json:"checked"`
+	Truncated  bool           `json:"truncated"`
+	Skipped    *Skip          `json:"skipped"`
+	DurationMS int64          `json:"duration_ms"`
+	Notes      []string       `json:"notes"`
+	// Access is, on a LIMITED cluster, whether Kukie's connection may make
+	// the change to each target (a SelfSubjectAccessReview), before the
+	// card: absent on FULL clusters.
+	Access   []TargetAccess   `json:"access,omitempty"`
+	Resolved []ResolvedTarget `json:"-"` // one per checked target, in order
+}
+
+// TargetAccess is whether Kukie may make a change to one target: Allowed
+// true or false, or nil with Reason when the review could not be made.
+type TargetAccess struct {
+	Group       string `json:"group"`
+	Kind        string `json:"kind"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Allowed     *bool  `json:"allowed"`
+	Verb        string `json:"verb"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// TargetReviewer answers access reviews through Kukie's connection
+// (AccessReviews, cached).
+type TargetReviewer interface {
+	Review(ctx context.Context, c Cluster, q AccessQuestion) (AccessAnswer, error)
 }
 
 // OwnershipDetector decides, per resource and just before a change,

@@ -254,16 +254,15 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 	if s.detects(in.Tool) && len(in.Resources) > 0 {
 		own := s.Detector.Detect(ctx, cluster, WithTool(in.Resources, in.Tool), "ko")
 		resolved, pendingGit = own.Resolved, hasPendingGit(own.ArgoCD)
-		if in.Payload, err = withArgoCD(in.Payload, own.ArgoCD); err != nil {
+		if in.Payload, err = withDetection(in.Payload, own); err != nil {
 			return Plan{}, false, err
 		}
-	} else if ArgoCDFromPayload(in.Payload) != nil {
-		// Only the server writes payload.argocd: what a client sends for
-		// a plan detection does not run on (a tool that changes nothing)
-		// would stand as the server's word, and git-change would read it.
-		if in.Payload, err = withArgoCD(in.Payload, nil); err != nil {
-			return Plan{}, false, err
-		}
+	} else if in.Payload, err = withDetection(in.Payload, Ownership{}); err != nil {
+		// Only the server writes payload.argocd and payload.access: what a
+		// client sends for a plan detection does not run on (a tool that
+		// changes nothing) would stand as the server's word, and
+		// git-change would read it.
+		return Plan{}, false, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -306,17 +305,44 @@ func (s *Plans) detects(tool string) bool { return s.Detector != nil && s.Mutati
 // withArgoCD sets payload.argocd to the server's detection result (removing
 // it when nothing is managed): the client's own value never stands.
 func withArgoCD(payload json.RawMessage, w *ArgoCDWarning) (json.RawMessage, error) {
+	var v any
+	if w != nil {
+		v = w
+	}
+	return withServerParts(payload, map[string]any{"argocd": v})
+}
+
+// withDetection sets what detection writes into a plan's payload: argocd
+// (the warning) and access (a LIMITED cluster's answer per target), each
+// removed when absent.
+func withDetection(payload json.RawMessage, own Ownership) (json.RawMessage, error) {
+	parts := map[string]any{"argocd": nil, "access": nil}
+	if own.ArgoCD != nil {
+		parts["argocd"] = own.ArgoCD
+	}
+	if len(own.Access) > 0 {
+		parts["access"] = own.Access
+	}
+	return withServerParts(payload, parts)
+}
+
+// withServerParts sets the payload keys only the server writes (nil
+// removes one): a client's own value never stands.
+func withServerParts(payload json.RawMessage, parts map[string]any) (json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if err := json.Unmarshal(payload, &fields); err != nil {
 		return nil, WrapError(EINTERNAL, "decode payload", err)
 	}
-	delete(fields, "argocd")
-	if w != nil {
-		b, err := json.Marshal(w)
-		if err != nil {
-			return nil, WrapError(EINTERNAL, "encode argocd", err)
+	for key, v := range parts {
+		delete(fields, key)
+		if v == nil {
+			continue
 		}
-		fields["argocd"] = b
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, WrapError(EINTERNAL, "encode "+key, err)
+		}
+		fields[key] = b
 	}
 	out, err := json.Marshal(fields)
 	if err != nil {

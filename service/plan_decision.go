@@ -49,7 +49,7 @@ func (s *Plans) decide(ctx context.Context, p Principal, id string, to PlanStatu
 		}
 		plan.ApprovedBy, plan.ApprovedAt = &user, &now
 		if recheck != nil {
-			payload, err := withArgoCD(plan.Payload, recheck.ArgoCD)
+			payload, err := withDetection(plan.Payload, *recheck)
 			if err != nil {
 				return change, err
 			}

@@ -138,3 +138,14 @@ func newPreviewMetrics(reg prometheus.Registerer) func(state string) {
 	reg.MustRegister(c)
 	return func(state string) { c.WithLabelValues(state).Inc() }
 }
+
+// newAccessReviewMetrics counts access reviews (can-i and the per-target
+// access of detection on limited clusters) by outcome.
+func newAccessReviewMetrics(reg prometheus.Registerer) func(outcome string) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kukie_access_reviews_total",
+		Help: "Access reviews of Kukie's own connection by outcome: allowed, denied, error (the review failed), cached (answered from the 10-second cache).",
+	}, []string{"outcome"})
+	reg.MustRegister(c)
+	return func(outcome string) { c.WithLabelValues(outcome).Inc() }
+}

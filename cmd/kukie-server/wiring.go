@@ -173,8 +173,9 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 		return clusterReading{}, nil, err
 	}
 	locator := &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}
+	reviews.Observe = newAccessReviewMetrics(obs.reg)
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
-		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator}
+		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator, Access: reviews}
 	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker,
 		locator: locator, done: ctx.Done()}, stop, nil
 }

@@ -31,6 +31,9 @@ func (r *Reader) CanI(ctx context.Context, c service.Cluster, q service.AccessQu
 	if q.Name != "" {
 		attrs["name"] = q.Name
 	}
+	if q.Subresource != "" {
+		attrs["subresource"] = q.Subresource
+	}
 	review := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
 		"spec": map[string]any{"resourceAttributes": attrs},

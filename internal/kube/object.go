@@ -46,7 +46,7 @@ func (r *Reader) ReadObject(ctx context.Context, c service.Cluster, ref service.
 		return service.ObjectInfo{}, objectError(budget, ctx, err)
 	}
 	gvk := mapping.GroupVersionKind
-	info := service.ObjectInfo{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Name: ref.Name,
+	info := service.ObjectInfo{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: mapping.Resource.Resource, Name: ref.Name,
 		Namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
 	var obj *unstructured.Unstructured
 	if info.Namespaced {

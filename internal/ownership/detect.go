@@ -30,6 +30,9 @@ type Detector struct {
 	// Git finds where the app's desired state sets each changed field
 	// (nil: fields carry no Git part).
 	Git service.GitLocator
+	// Access reviews, on LIMITED clusters, whether Kukie's connection may
+	// make each change (nil: no access part).
+	Access service.TargetReviewer
 }
 
 var _ service.OwnershipDetector = (*Detector)(nil)
@@ -73,6 +76,7 @@ func (d *Detector) detect(ctx context.Context, c service.Cluster, targets []serv
 		return out
 	}
 	read := d.readTargets(ctx, c, targets)
+	out.Access = d.targetAccess(ctx, c, read, lang)
 	apps := d.readApplications(ctx, c, read, refresh)
 	if apps.err != nil {
 		d.skip(ctx, &out, apps.err)
