@@ -142,14 +142,23 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	reviews := mustAccessReviews(tb, db, reader, clock)
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
 		Checker: aws.checker, Jobs: aws.jobs, Now: time.Now}
+	plans := &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache, reviews),
+		MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}, Masker: masker}
+	argo := &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache, reviews), Plans: db, Masker: masker}
+	var pauses *service.SyncPauses
+	if objects, ok := reader.(service.ObjectReader); ok {
+		if schema, ok := reader.(service.SyncSchema); ok {
+			pauses = &service.SyncPauses{ArgoCD: argo, Objects: objects, Schema: schema, Plans: plans}
+		}
+	}
 	srv := httptest.NewServer(NewServer(Deps{
-		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Verifier: verifier,
-		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache, reviews),
-			MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}, Masker: masker},
+		Logger:        slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Verifier:      verifier,
+		Plans:         plans,
+		SyncPauses:    pauses,
 		Teams:         &service.Teams{Store: db, Now: time.Now},
 		Clusters:      &service.Clusters{Store: db, Now: time.Now},
-		ArgoCD:        &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache, reviews), Plans: db, Masker: masker},
+		ArgoCD:        argo,
 		AccessReviews: reviews,
 		Accounts:      &service.Accounts{Store: db, Teams: db, AWS: aws.aws, Registrations: registrations, Now: time.Now},
 		Registrations: registrations,

@@ -63,6 +63,8 @@ func routes(d Deps, limiter *sourceLimiter) []route {
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/kukie-history", handler: handleKukieHistory(d.Logger, d.ArgoCD)},
 		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/ownership", handler: handleOwnership(d.Logger, d.ArgoCD)},
 		{method: "GET", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/manifests", handler: handleAppManifests(d.Logger, d.RepoView)},
+		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/pause-plan", handler: handleSyncPlan(d.Logger, d.SyncPauses, false), roles: agentOnly},
+		{method: "POST", pattern: "/v1/clusters/{cluster_id}/argocd/applications/{app_id}/resume-plan", handler: handleSyncPlan(d.Logger, d.SyncPauses, true), roles: agentOnly},
 
 		{method: "POST", pattern: "/v1/tools/repo_tree", handler: handleToolRepoTree(d.Logger, d.RepoView), roles: agentOnly},
 		{method: "POST", pattern: "/v1/tools/repo_file", handler: handleToolRepoFile(d.Logger, d.RepoView), roles: agentOnly},

@@ -32,6 +32,8 @@ type Deps struct {
 	RepoView *service.RepoView
 	// GitChanges writes plans' changes as patches (nil: not configured).
 	GitChanges *service.GitChanges
+	// SyncPauses builds the stop-sync and resume plans (nil: 503).
+	SyncPauses *service.SyncPauses
 	Metrics    *Metrics
 	// TrustedProxies are the proxies whose X-Forwarded-For names the
 	// client, for the SNS webhook's per-source rate limit and the access

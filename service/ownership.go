@@ -207,7 +207,21 @@ type ArgoCDWarning struct {
 	// check everything: the warning then keeps the earlier findings joined
 	// with the recheck's (the stronger level, the union of resources).
 	RecheckSkipped *RecheckSkipped `json:"recheck_skipped,omitempty"`
+	// Actions are what the card can offer against the revert: pausing the
+	// app's automated sync (POST …/pause-plan) where the level is
+	// self_heal or auto_sync.
+	Actions []WarningAction `json:"actions,omitempty"`
 }
+
+// WarningAction is one action the card can offer: Kind pause_sync of
+// App (its id, as the app routes take it).
+type WarningAction struct {
+	Kind string `json:"kind"`
+	App  string `json:"app"`
+}
+
+// ActionPauseSync is the WarningAction that stops an app's automated sync.
+const ActionPauseSync = "pause_sync"
 
 // RecheckSkipped says why the approval's re-detection was incomplete, and when.
 type RecheckSkipped struct {

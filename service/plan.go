@@ -264,6 +264,11 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		// git-change would read it.
 		return Plan{}, false, err
 	}
+	if len(in.server) > 0 {
+		if in.Payload, err = withServerParts(in.Payload, in.server); err != nil {
+			return Plan{}, false, err
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Plan{}, false, WrapError(EINTERNAL, "generate plan id", err)
@@ -316,7 +321,7 @@ func withArgoCD(payload json.RawMessage, w *ArgoCDWarning) (json.RawMessage, err
 // (the warning) and access (a LIMITED cluster's answer per target), each
 // removed when absent.
 func withDetection(payload json.RawMessage, own Ownership) (json.RawMessage, error) {
-	parts := map[string]any{"argocd": nil, "access": nil}
+	parts := map[string]any{"argocd": nil, "access": nil, "argocd_pause": nil, "argocd_resume": nil}
 	if own.ArgoCD != nil {
 		parts["argocd"] = own.ArgoCD
 	}

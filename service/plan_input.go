@@ -40,6 +40,10 @@ type PlanInput struct {
 	Command        string          `json:"command"`
 	Resources      []ResourceRef   `json:"resources"`
 	Payload        json.RawMessage `json:"payload"`
+
+	// server are payload keys only the server writes (a pause plan's
+	// argocd_pause), set after a client's own are dropped.
+	server map[string]any
 }
 
 // ResultInput is what the agent reports after running a plan.

@@ -26,7 +26,7 @@ import (
 // (SIGINT, then the drain) when the test ends.
 func startProcess(t *testing.T, env map[string]string) *server {
 	t.Helper()
-	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
+	publicAddr, adminAddr := pickTwo(t)
 	cmd := exec.Command(os.Args[0], "serve")
 	cmd.Env = os.Environ()
 	for k, v := range map[string]string{"KUKIE_HTTP_ADDR": publicAddr, "KUKIE_ADMIN_ADDR": adminAddr,

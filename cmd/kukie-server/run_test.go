@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kukie/gitops-server/internal/testkit/authtest"
+	"github.com/kukie/gitops-server/internal/testkit/freeport"
 	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/internal/testkit/tcpproxy"
@@ -57,19 +58,9 @@ type server struct {
 	logs          *syncBuffer
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func startServer(t *testing.T, dbURL string, extra map[string]string) *server {
 	t.Helper()
-	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
+	publicAddr, adminAddr := pickTwo(t)
 	env := map[string]string{
 		"KUKIE_STATIC_CLUSTERS_FILE": writeStaticClusters(t),
 		"KUKIE_HTTP_ADDR":            publicAddr,
@@ -590,4 +581,10 @@ func clustersFile(t *testing.T, kubeconfig string, clusters ...[3]string) string
 	path := filepath.Join(t.TempDir(), "clusters.yaml")
 	writeFile(t, path, b.String())
 	return path
+}
+
+// pickTwo is two distinct free addresses: the public and admin listeners.
+func pickTwo(t *testing.T) (string, string) {
+	a := freeport.Addrs(t, 2)
+	return a[0], a[1]
 }

@@ -679,7 +679,7 @@ type child struct {
 // proxy, SSL_CERT_FILE) and the server's own KUKIE_* variables.
 func startChild(t *testing.T, bin, dbURL string) *child {
 	t.Helper()
-	publicAddr, adminAddr := freeAddr(t), freeAddr(t)
+	publicAddr, adminAddr := pickTwo(t)
 	env := withEnv(switchBudgets, "KUKIE_DATABASE_URL", dbURL)
 	for k, v := range map[string]string{"KUKIE_HTTP_ADDR": publicAddr, "KUKIE_ADMIN_ADDR": adminAddr,
 		"KUKIE_AUTH_HS256_SECRET": e2eSecret, "KUKIE_MIGRATE_ON_START": "true", "KUKIE_SHUTDOWN_DELAY": "200ms"} {

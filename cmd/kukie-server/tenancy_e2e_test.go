@@ -111,6 +111,8 @@ func TestTenancyMatrix(t *testing.T) {
 		"GET /v1/clusters/{cluster_id}/argocd/applications/{app_id}/kukie-history": {kind: "object", code: "cluster_not_found"},
 		"POST /v1/clusters/{cluster_id}/argocd/ownership":                          {kind: "object", code: "cluster_not_found", body: `{"resources":[{"kind":"ConfigMap","namespace":"web","name":"cfg"}]}`},
 		"GET /v1/clusters/{cluster_id}/argocd/applications/{app_id}/manifests":     {kind: "object", code: "cluster_not_found"},
+		"POST /v1/clusters/{cluster_id}/argocd/applications/{app_id}/pause-plan":   {kind: "object", code: "cluster_not_found", body: `{"conversation_id":"c1","visibility":"shared"}`},
+		"POST /v1/clusters/{cluster_id}/argocd/applications/{app_id}/resume-plan":  {kind: "object", code: "cluster_not_found", body: fmt.Sprintf(`{"pause_plan_id":%q,"conversation_id":"c1","visibility":"shared"}`, plan.ID)},
 		"POST /v1/tools/repo_tree":                                                 {kind: "create", code: "cluster_not_found", body: `{"cluster_id":"a-only"}`},
 		"POST /v1/tools/repo_file":                                                 {kind: "create", code: "cluster_not_found", body: `{"cluster_id":"a-only","path":"apps/web/deploy.yaml"}`},
 		"POST /v1/tools/app_manifests":                                             {kind: "create", code: "cluster_not_found", body: `{"cluster_id":"a-only","app_id":"sandbox-plain"}`},

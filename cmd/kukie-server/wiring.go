@@ -202,12 +202,14 @@ func registerStaticClusters(ctx context.Context, cfg config, db *store.DB, log *
 func newPublicHandler(cfg config, db *store.DB, verifier service.TokenVerifier, reading clusterReading, work work,
 	argo *service.ArgoCD, repoView *service.RepoView, repos *gitrepo.ClusterRepos, a awsParts, obs observers,
 	log *slog.Logger) http.Handler {
+	plans := &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: reading.detector,
+		MutatingTools: cfg.MutatingTools, Masker: argo.Masker, Done: reading.done}
 	return api.NewServer(api.Deps{
-		Logger:   log,
-		Verifier: verifier,
-		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: reading.detector,
-			MutatingTools: cfg.MutatingTools, Masker: argo.Masker, Done: reading.done},
-		Teams: &service.Teams{Store: db, Now: time.Now},
+		Logger:     log,
+		Verifier:   verifier,
+		Plans:      plans,
+		SyncPauses: &service.SyncPauses{ArgoCD: argo, Objects: reading.reader, Schema: reading.reader, Plans: plans},
+		Teams:      &service.Teams{Store: db, Now: time.Now},
 		Clusters: &service.Clusters{Store: db, Now: time.Now, RepoAuth: db, Sealer: sealerOf(cfg.SecretKeys),
 			RepoCheck: repos},
 		ArgoCD:        argo,

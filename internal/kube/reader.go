@@ -126,6 +126,7 @@ type clientSet struct {
 	lastReset time.Time // of the cached discovery, after a kind matched nothing
 
 	version versionCache // ClusterVersion's, under its own lock
+	schema  schemaCache  // AutomatedEnabled's, under mu
 }
 
 // NewReader returns a reader connecting through connector.

@@ -64,6 +64,7 @@ var allowedImports = map[string][]string{
 	"internal/testkit/pgtest":     {"migrations", "store"},
 	"internal/testkit/snstest":    {"internal/sns"},
 	"internal/testkit/tcpproxy":   {},
+	"internal/testkit/freeport":   {},
 	"internal/testkit/testclock":  {},
 	"internal/testkit/tryit":      {},
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kukie/gitops-server/internal/testkit/freeport"
 	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/internal/testkit/tryit"
@@ -184,13 +184,14 @@ func startMakeRun(t *testing.T) *makeRun {
 		t.Fatal(err)
 	}
 	m := &makeRun{root: moduleRoot(t), dev: t.TempDir(), out: &syncBuffer{}, done: make(chan error, 1)}
+	public, admin := pickTwo(t)
 	// env --default-signal: a test process started with SIGHUP ignored
 	// (nohup) would hand that on, and bash cannot trap a signal ignored on
 	// entry; a terminal's make run starts with the default.
 	m.cmd = exec.Command("env", "--default-signal=HUP", "bash", filepath.Join(m.root, "scripts", "dev-run.sh"))
 	m.cmd.Dir = m.root
 	m.cmd.Env = append(environ(), "KUKIE_DEV_DIR="+m.dev, "KUKIE_K8S_ASSETS="+assets,
-		"KUKIE_HTTP_ADDR="+freeAddr(t), "KUKIE_ADMIN_ADDR="+freeAddr(t), "KUKIE_DATABASE_URL="+pgtest.MustCreateDatabase(t))
+		"KUKIE_HTTP_ADDR="+public, "KUKIE_ADMIN_ADDR="+admin, "KUKIE_DATABASE_URL="+pgtest.MustCreateDatabase(t))
 	m.cmd.Stdout, m.cmd.Stderr = m.out, m.out
 	// Its own process group, killed at cleanup; and killed with the test
 	// binary should that die first (a -timeout panic runs no cleanup).
@@ -386,16 +387,6 @@ func moduleRoot(t *testing.T) string {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // syncBuffer is a bytes.Buffer safe for a writer and readers at once.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -412,4 +403,10 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// pickTwo is two distinct free addresses: the public and admin listeners.
+func pickTwo(t *testing.T) (string, string) {
+	a := freeport.Addrs(t, 2)
+	return a[0], a[1]
 }

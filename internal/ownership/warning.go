@@ -34,6 +34,7 @@ func warning(found []managed, at time.Time, lang string) *service.ArgoCDWarning 
 		cause = deciding.LevelCause
 		manifestPaths = deciding.app != nil && deciding.app.ManifestGeneratePaths
 	}
+	w.Actions = pauseActions(found)
 	w.Warning = argocd.WarningFor(w.Level, cause, manifestPaths, lang)
 	if w.Level == service.LevelSelfHeal && cause == service.CausePolicy {
 		if reverted := revertedFields(found, w.Level); len(reverted) > 0 {
@@ -156,4 +157,19 @@ func note(lang string, r service.OwnershipResource) string {
 		return fmt.Sprintf("%s is managed by Argo CD app %s (%s)", obj, r.Application, r.Level)
 	}
 	return fmt.Sprintf("%s: ArgoCD 앱 %s 이 관리하는 리소스다 (%s)", obj, r.Application, r.Level)
+}
+
+// pauseActions offers to pause each app whose automated sync reverts a
+// resource (self_heal, auto_sync), once per app.
+func pauseActions(found []managed) []service.WarningAction {
+	var out []service.WarningAction
+	seen := map[string]bool{}
+	for _, r := range found {
+		if r.app == nil || (r.Level != service.LevelSelfHeal && r.Level != service.LevelAutoSync) || seen[r.app.ID] {
+			continue
+		}
+		seen[r.app.ID] = true
+		out = append(out, service.WarningAction{Kind: service.ActionPauseSync, App: r.app.ID})
+	}
+	return out
 }
