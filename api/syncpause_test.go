@@ -47,4 +47,12 @@ func TestSyncPausePlans(t *testing.T) {
 	if strings.Contains(pause.Command, "\n") {
 		t.Error("one object, one command line")
 	}
+	// The card offers the pause where the level reverts the change.
+	o := a.ownership(t, "prod-eks", nil, ref{"kind": "deploy", "namespace": "sandbox-plain", "name": "web"})
+	if o.ArgoCD == nil || len(o.ArgoCD.Actions) != 1 || o.ArgoCD.Actions[0] != (service.WarningAction{Kind: "pause_sync", App: "sandbox-plain"}) {
+		t.Errorf("actions = %+v", o.ArgoCD)
+	}
+	if o := a.ownership(t, "prod-eks", nil, ref{"kind": "cm", "namespace": "sandbox-helm", "name": "cache-settings"}); o.ArgoCD == nil || len(o.ArgoCD.Actions) != 0 {
+		t.Errorf("a manual app offers no pause: %+v", o.ArgoCD)
+	}
 }

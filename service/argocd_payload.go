@@ -33,6 +33,12 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 		w.RecheckSkipped = &RecheckSkipped{Reason: Reason(str(rs, "reason"))}
 		w.RecheckSkipped.At, _ = time.Parse(time.RFC3339Nano, str(rs, "at"))
 	}
+	actions, _ := m["actions"].([]any)
+	for _, a := range actions {
+		if row, ok := a.(map[string]any); ok && str(row, "kind") == ActionPauseSync && str(row, "app") != "" {
+			w.Actions = append(w.Actions, WarningAction{Kind: ActionPauseSync, App: str(row, "app")})
+		}
+	}
 	apps, _ := m["applications"].([]any)
 	for _, a := range apps {
 		row, ok := a.(map[string]any)
