@@ -111,6 +111,8 @@ func checkAnswers(t *testing.T, answers map[string]string) {
 		{"the Helm change as a patch", `"path":"apps/helm/values.yaml"`},
 		{"the Helm change as a patch", `+image: busybox:1.37`},
 		{"the Helm change as a patch", `+replicas: 4`},
+		{"stop sync instead", `"argocd_pause":{`},
+		{"stop sync instead", `patch applications.argoproj.io sandbox-plain`},
 		{"not_reverted:", `"level":"not_reverted"`},
 		{"auto_sync:", `"level":"auto_sync"`},
 		{"manual:", `"level":"manual"`},
