@@ -148,7 +148,7 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 	var pauses *service.SyncPauses
 	if objects, ok := reader.(service.ObjectReader); ok {
 		if schema, ok := reader.(service.SyncSchema); ok {
-			pauses = &service.SyncPauses{ArgoCD: argo, Objects: objects, Schema: schema, Plans: plans}
+			pauses = &service.SyncPauses{ArgoCD: argo, Objects: objects, Schema: schema, Plans: plans, Detector: argo.Detector}
 		}
 	}
 	srv := httptest.NewServer(NewServer(Deps{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // Reasons of the stop-sync and resume plans.
@@ -34,6 +35,10 @@ type SyncPause struct {
 	Namespace string          `json:"namespace"`
 	Method    string          `json:"method"`
 	Previous  json.RawMessage `json:"previous,omitempty"`
+	// Parent is the app-of-apps parent paused first (its self-heal would
+	// put the child's policy back); Note is the card's text about it.
+	Parent *SyncPause `json:"parent,omitempty"`
+	Note   string     `json:"note,omitempty"`
 }
 
 // SyncPlanRequest is the body of the pause-plan and resume-plan routes.
@@ -50,10 +55,16 @@ type SyncPauses struct {
 	Objects ObjectReader
 	Schema  SyncSchema
 	Plans   *Plans
+	// Detector finds a parent app-of-apps managing the Application (nil:
+	// none is looked for).
+	Detector OwnershipDetector
 }
 
 // PausePlan creates the plan that stops app's automated sync the way the
-// installed Argo CD understands.
+// installed Argo CD understands. When a parent app-of-apps manages the
+// Application with self-heal, the parent is paused first (its self-heal
+// would put the child's policy back) and the note names its other
+// children, whose specs stop following Git while it is paused.
 func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appID string, in SyncPlanRequest) (Plan, error) {
 	c, ns, name, automated, err := s.application(ctx, p, clusterID, appID)
 	if err != nil {
@@ -66,23 +77,51 @@ func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appI
 	if err != nil {
 		return Plan{}, err
 	}
-	pause := SyncPause{App: name, Namespace: ns, Method: PauseByRemoval, Previous: automated}
-	patch := `[{"op":"remove","path":"/spec/syncPolicy/automated"}]`
-	kind := "json"
-	if enabled {
-		var prev map[string]any
-		if json.Unmarshal(automated, &prev) == nil && prev["enabled"] == false {
-			return Plan{}, ReasonError(ECONFLICT, ReasonNotAutomated, "The app's automated sync is already off (enabled: false).")
-		}
-		pause.Method, kind, patch = PauseByEnabled, "merge", `{"spec":{"syncPolicy":{"automated":{"enabled":false}}}}`
+	pause, step, err := pauseStep(ns, name, automated, enabled)
+	if err != nil {
+		return Plan{}, err
 	}
-	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, ns, name, kind, patch, "argocd_pause", pause), "")
+	steps := []syncStep{step}
+	parentID, note := s.parent(ctx, p, c, ns, name)
+	pause.Note = note
+	if parentID != "" {
+		_, pns, pname, pautomated, err := s.application(ctx, p, clusterID, parentID)
+		if err == nil && pautomated != nil {
+			if pp, pstep, err := pauseStep(pns, pname, pautomated, enabled); err == nil {
+				pause.Parent = &pp
+				steps = []syncStep{pstep, step}
+			}
+		}
+	}
+	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, steps, "argocd_pause", pause), "")
 	return plan, err
 }
 
+// syncStep is one kubectl patch of an Application.
+type syncStep struct {
+	namespace, name, kind, patch string
+}
+
+// pauseStep is how one app's automated sync is stopped: enabled false
+// where the schema has it, else the policy removed.
+func pauseStep(ns, name string, automated json.RawMessage, enabled bool) (SyncPause, syncStep, error) {
+	pause := SyncPause{App: name, Namespace: ns, Method: PauseByRemoval, Previous: automated}
+	step := syncStep{namespace: ns, name: name, kind: "json", patch: `[{"op":"remove","path":"/spec/syncPolicy/automated"}]`}
+	if enabled {
+		var prev map[string]any
+		if json.Unmarshal(automated, &prev) == nil && prev["enabled"] == false {
+			return pause, step, ReasonError(ECONFLICT, ReasonNotAutomated, "The app's automated sync is already off (enabled: false).")
+		}
+		pause.Method = PauseByEnabled
+		step.kind, step.patch = "merge", `{"spec":{"syncPolicy":{"automated":{"enabled":false}}}}`
+	}
+	return pause, step, nil
+}
+
 // ResumePlan creates the plan that puts back exactly what the pause plan
-// changed: 409 pause_not_executed when it has no successful result, 409
-// policy_changed when the sync policy was changed since in another way.
+// changed (the child, then its parent): 409 pause_not_executed when it has
+// no successful result, 409 policy_changed when a policy was changed since
+// in another way.
 func (s *SyncPauses) ResumePlan(ctx context.Context, p Principal, clusterID, appID string, in SyncPlanRequest) (Plan, error) {
 	if !validPlanID(in.PausePlanID) {
 		return Plan{}, &Error{Code: EVALIDATION, Message: "The request is invalid.",
@@ -112,14 +151,30 @@ func (s *SyncPauses) ResumePlan(ctx context.Context, p Principal, clusterID, app
 		return Plan{}, ReasonError(ECONFLICT, ReasonPolicyChanged,
 			"The app's sync policy was changed since the pause in another way; resuming would overwrite that change.")
 	}
+	steps := []syncStep{{namespace: ns, name: name, kind: "json", patch: resumePatch(*pause)}}
+	if pp := pause.Parent; pp != nil {
+		_, _, _, pautomated, err := s.application(ctx, p, clusterID, s.appID(ctx, p, clusterID, pp.Namespace, pp.App))
+		if err != nil {
+			return Plan{}, err
+		}
+		if !stillPaused(*pp, pautomated) {
+			return Plan{}, ReasonError(ECONFLICT, ReasonPolicyChanged,
+				"The parent app's sync policy was changed since the pause in another way; resuming would overwrite that change.")
+		}
+		steps = append(steps, syncStep{namespace: pp.Namespace, name: pp.App, kind: "json", patch: resumePatch(*pp)})
+	}
+	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, steps, "argocd_resume",
+		map[string]string{"app": name, "namespace": ns, "pause_plan_id": pausePlan.ID}), "")
+	return plan, err
+}
+
+// resumePatch puts back the policy a pause changed.
+func resumePatch(pause SyncPause) string {
 	op := "add"
 	if pause.Method == PauseByEnabled {
 		op = "replace"
 	}
-	patch := `[{"op":"` + op + `","path":"/spec/syncPolicy/automated","value":` + string(pause.Previous) + `}]`
-	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, ns, name, "json", patch, "argocd_resume",
-		map[string]string{"app": name, "namespace": ns, "pause_plan_id": pausePlan.ID}), "")
-	return plan, err
+	return `[{"op":"` + op + `","path":"/spec/syncPolicy/automated","value":` + string(pause.Previous) + `}]`
 }
 
 // application finds the app (a FULL cluster's snapshot, or a LIMITED
@@ -179,13 +234,18 @@ func stillPaused(pause SyncPause, current json.RawMessage) bool {
 	return reflect.DeepEqual(prev, now)
 }
 
-// syncPlan is the patch_resource plan of one kubectl patch on the
-// Application, with the server's record of what it changes.
-func syncPlan(clusterID string, in SyncPlanRequest, ns, name, kind, patch, key string, record any) PlanInput {
-	command := "kubectl -n " + ns + " patch applications.argoproj.io " + name + " --type " + kind + " -p " + shellQuote(patch)
+// syncPlan is the patch_resource plan of kubectl patches on
+// Applications, one command line each in order, with the server's record
+// of what it changes.
+func syncPlan(clusterID string, in SyncPlanRequest, steps []syncStep, key string, record any) PlanInput {
+	var commands []string
+	var resources []ResourceRef
+	for _, st := range steps {
+		commands = append(commands, "kubectl -n "+st.namespace+" patch applications.argoproj.io "+st.name+" --type "+st.kind+" -p "+shellQuote(st.patch))
+		resources = append(resources, ResourceRef{Group: "argoproj.io", Kind: "Application", Namespace: st.namespace, Name: st.name,
+			ChangedFields: []string{"/spec/syncPolicy/automated"}})
+	}
 	return PlanInput{ClusterID: clusterID, ConversationID: in.ConversationID, Visibility: in.Visibility,
-		Tool: "patch_resource", Command: command, Payload: json.RawMessage(`{}`),
-		Resources: []ResourceRef{{Group: "argoproj.io", Kind: "Application", Namespace: ns, Name: name,
-			ChangedFields: []string{"/spec/syncPolicy/automated"}}},
-		server: map[string]any{key: record}}
+		Tool: "patch_resource", Command: strings.Join(commands, "\n"), Payload: json.RawMessage(`{}`),
+		Resources: resources, server: map[string]any{key: record}}
 }

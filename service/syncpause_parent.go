@@ -1,0 +1,76 @@
+package service
+
+import (
+	"context"
+	"strings"
+)
+
+// parent is the app-of-apps parent that manages the Application ns/name
+// with self-heal in this cluster (its app id, "" when none) and the
+// card's note: why it is paused first and which other children stop
+// following Git meanwhile (the blast radius), or, for a parent whose
+// policy cannot be read here (another cluster's Argo CD), the warning.
+func (s *SyncPauses) parent(ctx context.Context, p Principal, c Cluster, ns, name string) (string, string) {
+	if s.Detector == nil {
+		return "", ""
+	}
+	own := s.Detector.Detect(ctx, c, []ResourceRef{{Group: "argoproj.io", Kind: "Application", Namespace: ns, Name: name}}, "en")
+	w := own.ArgoCD
+	if w == nil || len(w.Resources) == 0 {
+		return "", ""
+	}
+	r := w.Resources[0]
+	switch r.Level {
+	case LevelSelfHeal:
+		pns := c.ArgoCDNamespace
+		for _, a := range w.Applications {
+			if a.Name == r.Application {
+				pns = a.Namespace
+			}
+		}
+		id := s.appID(ctx, p, c.ID, pns, r.Application)
+		note := "App " + r.Application + " manages this Application with self-heal and would put its sync policy back, so it is paused first. " +
+			"While it is paused, the specs of its other child apps stop following Git too"
+		if children := s.children(ctx, p, c.ID, id, name); len(children) > 0 {
+			note += ": " + strings.Join(children, ", ")
+		}
+		return id, note + "."
+	case LevelUnknown:
+		return "", "App " + r.Application + " manages this Application, but its sync policy cannot be read here (its Argo CD may run in another cluster): " +
+			"it may put this app's sync policy back."
+	}
+	return "", ""
+}
+
+// appID is the id of the app ns/name in the cluster's snapshot (its name
+// when it is not found there).
+func (s *SyncPauses) appID(ctx context.Context, p Principal, clusterID, ns, name string) string {
+	if _, snap, err := s.ArgoCD.snapshot(ctx, p, clusterID, false); err == nil {
+		for _, a := range snap.Apps {
+			if a.Namespace == ns && a.Name == name {
+				return a.ID
+			}
+		}
+	}
+	return name
+}
+
+// children are the Applications app parentID lists in its status, less
+// the one being paused.
+func (s *SyncPauses) children(ctx context.Context, p Principal, clusterID, parentID, except string) []string {
+	_, snap, err := s.ArgoCD.snapshot(ctx, p, clusterID, false)
+	if err != nil {
+		return nil
+	}
+	parent, ok := snap.App(parentID)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, r := range parent.Resources {
+		if r.Kind == "Application" && r.Group == "argoproj.io" && r.Name != except {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
