@@ -39,6 +39,10 @@ type SyncPause struct {
 	// put the child's policy back); Note is the card's text about it.
 	Parent *SyncPause `json:"parent,omitempty"`
 	Note   string     `json:"note,omitempty"`
+	// ApplicationSet generates the app; ApplicationSetRule says the plan
+	// adds an ignoreApplicationDifferences rule to it first.
+	ApplicationSet     string `json:"applicationset,omitempty"`
+	ApplicationSetRule bool   `json:"applicationset_rule,omitempty"`
 }
 
 // SyncPlanRequest is the body of the pause-plan and resume-plan routes.
@@ -93,6 +97,14 @@ func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appI
 			}
 		}
 	}
+	if setStep, set, note := s.applicationSetStep(ctx, c, ns, name); set != "" {
+		pause.ApplicationSet = set
+		pause.Note = strings.TrimSpace(note + " " + pause.Note)
+		if setStep != nil {
+			pause.ApplicationSetRule = true
+			steps = append([]syncStep{*setStep}, steps...)
+		}
+	}
 	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, steps, "argocd_pause", pause), "")
 	return plan, err
 }
@@ -100,6 +112,8 @@ func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appI
 // syncStep is one kubectl patch of an Application.
 type syncStep struct {
 	namespace, name, kind, patch string
+	// resource is the kubectl resource ("" for applications.argoproj.io).
+	resource string
 }
 
 // pauseStep is how one app's automated sync is stopped: enabled false
@@ -241,9 +255,14 @@ func syncPlan(clusterID string, in SyncPlanRequest, steps []syncStep, key string
 	var commands []string
 	var resources []ResourceRef
 	for _, st := range steps {
-		commands = append(commands, "kubectl -n "+st.namespace+" patch applications.argoproj.io "+st.name+" --type "+st.kind+" -p "+shellQuote(st.patch))
-		resources = append(resources, ResourceRef{Group: "argoproj.io", Kind: "Application", Namespace: st.namespace, Name: st.name,
-			ChangedFields: []string{"/spec/syncPolicy/automated"}})
+		resource, ref := "applications.argoproj.io", ResourceRef{Group: "argoproj.io", Kind: "Application", Namespace: st.namespace,
+			Name: st.name, ChangedFields: []string{"/spec/syncPolicy/automated"}}
+		if st.resource != "" {
+			resource, ref = st.resource, ResourceRef{Group: "argoproj.io", Kind: "ApplicationSet", Namespace: st.namespace, Name: st.name,
+				ChangedFields: []string{"/spec/ignoreApplicationDifferences"}}
+		}
+		commands = append(commands, "kubectl -n "+st.namespace+" patch "+resource+" "+st.name+" --type "+st.kind+" -p "+shellQuote(st.patch))
+		resources = append(resources, ref)
 	}
 	return PlanInput{ClusterID: clusterID, ConversationID: in.ConversationID, Visibility: in.Visibility,
 		Tool: "patch_resource", Command: strings.Join(commands, "\n"), Payload: json.RawMessage(`{}`),

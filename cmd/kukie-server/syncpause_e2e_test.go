@@ -13,7 +13,8 @@ import (
 // parent app in the same cluster, so the stop-sync plan pauses the parent
 // first (one command line per object, in order) and names the parent's
 // other children (they stop following Git meanwhile), keeping both
-// policies for the resume.
+// policies for the resume; an app an ApplicationSet generates gets a
+// warning when the ApplicationSet cannot be read.
 func TestPausePlanPausesTheParentFirst(t *testing.T) {
 	k, kubeconfig := startArgoCluster(t)
 	apps := `apiVersion: argoproj.io/v1alpha1
@@ -41,10 +42,38 @@ spec:
   source: { repoURL: "https://git.example.com/org/web.git", targetRevision: main, path: deploy }
   destination: { server: "https://kubernetes.default.svc", namespace: web }
   syncPolicy: { automated: { selfHeal: true } }
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: gen
+  namespace: argocd
+  ownerReferences: [{ apiVersion: argoproj.io/v1alpha1, kind: ApplicationSet, name: gone-apps, uid: 6d1c2a9e-0b7f-4f0e-9a51-2f7c3a1d9e10 }]
+spec:
+  project: default
+  source: { repoURL: "https://git.example.com/org/gen.git", targetRevision: main, path: deploy }
+  destination: { server: "https://kubernetes.default.svc", namespace: gen }
+  syncPolicy: { automated: { prune: true } }
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: gen2
+  namespace: argocd
+  ownerReferences: [{ apiVersion: argoproj.io/v1alpha1, kind: ApplicationSet, name: team-apps, uid: 0b6f2c8e-7d3a-4c11-8f2e-5a9d4e3c2b71 }]
+spec:
+  project: default
+  source: { repoURL: "https://git.example.com/org/gen.git", targetRevision: main, path: deploy2 }
+  destination: { server: "https://kubernetes.default.svc", namespace: gen2 }
+  syncPolicy: { automated: { prune: true } }
 `
-	if err := k.Apply(t.Context(), []byte(apps)); err != nil {
+	if err := k.Apply(t.Context(), []byte(apps+applicationSetCRD)); err != nil {
 		t.Fatal(err)
 	}
+	// The ApplicationSet of gen2, once its CRD serves (it ignores nothing).
+	set := "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: { name: team-apps, namespace: argocd }\n" +
+		"spec: { generators: [], template: {} }\n"
+	waitUntil(t, "the ApplicationSet CRD to serve", func() bool { return k.Apply(t.Context(), []byte(set)) == nil })
 	s := startServer(t, pgtest.MustCreateDatabase(t), map[string]string{
 		"KUKIE_STATIC_CLUSTERS_FILE": clustersFile(t, kubeconfig, [3]string{"demo", "team-e2e", "demo"}),
 	})
@@ -75,8 +104,45 @@ spec:
 		len(plan.Resources) != 2 || plan.Resources[0].Name != "root" || plan.Resources[1].Name != "web" {
 		t.Errorf("command %q, resources %+v", plan.Command, plan.Resources)
 	}
+	// An app an ApplicationSet generates, on a cluster that cannot show
+	// the ApplicationSet: the plan says so, never a silent pause.
+	status, body = call(t, "POST", s.public+"/v1/clusters/demo/argocd/applications/gen/pause-plan", agent,
+		`{"conversation_id":"c1","visibility":"shared"}`)
+	if status != 201 || !strings.Contains(body, `"applicationset":"gone-apps"`) || !strings.Contains(body, "cannot be read here") {
+		t.Errorf("ApplicationSet app: %d %s", status, body)
+	}
+	// An ApplicationSet that would undo the pause: its ignore rule first.
+	status, body = call(t, "POST", s.public+"/v1/clusters/demo/argocd/applications/gen2/pause-plan", agent,
+		`{"conversation_id":"c1","visibility":"shared"}`)
+	var gen2 struct{ Command string }
+	if status != 201 || json.Unmarshal([]byte(body), &gen2) != nil {
+		t.Fatalf("gen2: %d %s", status, body)
+	}
+	want := `kubectl -n argocd patch applicationsets.argoproj.io team-apps --type json -p '[{"op":"add","path":"/spec/ignoreApplicationDifferences",` +
+		`"value":[{"jsonPointers":["/spec/syncPolicy"],"name":"gen2"}]}]'` + "\n" +
+		`kubectl -n argocd patch applications.argoproj.io gen2 --type json -p '[{"op":"remove","path":"/spec/syncPolicy/automated"}]'`
+	if gen2.Command != want || !strings.Contains(body, `"applicationset_rule":true`) {
+		t.Errorf("gen2 command:\n%s\nwant:\n%s\n%s", gen2.Command, want, body)
+	}
 	if pause.Parent == nil || pause.Parent.App != "root" || string(pause.Parent.Previous) != `{"prune":true,"selfHeal":true}` ||
 		string(pause.Previous) != `{"selfHeal":true}` || !strings.Contains(pause.Note, "self-heal") || !strings.HasSuffix(pause.Note, ": api.") {
 		t.Errorf("argocd_pause = %+v (parent %+v)", pause, pause.Parent)
 	}
 }
+
+// applicationSetCRD serves ApplicationSets (any content) on the test's API server.
+const applicationSetCRD = `
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: { name: applicationsets.argoproj.io }
+spec:
+  group: argoproj.io
+  names: { kind: ApplicationSet, listKind: ApplicationSetList, plural: applicationsets, singular: applicationset }
+  scope: Namespaced
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema: { openAPIV3Schema: { type: object, x-kubernetes-preserve-unknown-fields: true } }
+`

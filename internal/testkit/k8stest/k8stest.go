@@ -266,6 +266,7 @@ var resources = map[string]schema.GroupVersionResource{
 	"Role":                     {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
 	"RoleBinding":              {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 	"Application":              {Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+	"ApplicationSet":           {Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"},
 	"Job":                      {Group: "batch", Version: "v1", Resource: "jobs"},
 	"CustomResourceDefinition": {Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
 }
