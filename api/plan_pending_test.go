@@ -16,6 +16,7 @@ import (
 	"github.com/kukie/gitops-server/internal/jwtauth"
 	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 	"github.com/kukie/gitops-server/service"
+	"github.com/kukie/gitops-server/store"
 )
 
 // pendingThenSet answers a field's Git state pending on the first
@@ -65,7 +66,11 @@ func (c *countingPlans) UpdatePlan(ctx context.Context, viewer service.Principal
 // TestPendingGitFilledIn checks that a plan whose Git fields were pending
 // is completed in the background while it is pending, and that an approval
 // in the meantime is never overwritten.
-func TestPendingGitFilledIn(t *testing.T) {
+// pendingServer is the test database (its clusters stored) and a server
+// of plans on it with detector d, the store plans (nil: the database),
+// fills paused a millisecond, and done as the server's stop.
+func pendingServer(t *testing.T) (*store.DB, func(d service.OwnershipDetector, plans service.PlanStore, done <-chan struct{}) *testAPI) {
+	t.Helper()
 	db, _ := pgtest.MustOpenDB(t)
 	for _, c := range testClusters {
 		c.Kind, c.AccessLevel, c.ArgoCDNamespace = service.ClusterStatic, service.AccessFull, service.DefaultArgoCDNamespace
@@ -77,15 +82,23 @@ func TestPendingGitFilledIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := func(d *pendingThenSet, plans service.PlanStore) *testAPI {
+	return db, func(d service.OwnershipDetector, plans service.PlanStore, done <-chan struct{}) *testAPI {
+		if plans == nil {
+			plans = db
+		}
 		srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Verifier: verifier,
-			Plans: &service.Plans{Store: plans, Clusters: db, Now: time.Now, Detector: d,
+			Plans: &service.Plans{Store: plans, Clusters: db, Now: time.Now, Detector: d, Done: done,
 				MutatingTools: map[string]bool{"apply_manifest": true}, PendingPauses: []time.Duration{time.Millisecond}},
 			Metrics: NewMetrics(prometheus.NewRegistry())}))
 		t.Cleanup(srv.Close)
 		doc, router := mustSpec(t)
 		return &testAPI{t: t, srv: srv, router: router, doc: doc}
 	}
+}
+
+func TestPendingGitFilledIn(t *testing.T) {
+	db, start := pendingServer(t)
+	serve := func(d *pendingThenSet, plans service.PlanStore) *testAPI { return start(d, plans, nil) }
 	f := newFixture(t)
 	read := func(a *testAPI, id string) string {
 		return string(a.do("GET", "/v1/plans/"+id, f.member, nil, nil).body)
@@ -102,7 +115,7 @@ func TestPendingGitFilledIn(t *testing.T) {
 		}
 	}
 
-	a := serve(&pendingThenSet{}, db)
+	a := serve(&pendingThenSet{}, nil)
 	created := a.createPlan(f.agent, planBody("shared"))
 	if body := read(a, created.ID); !strings.Contains(body, `"state":"pending"`) && !strings.Contains(body, `"state":"set"`) {
 		t.Fatalf("created: %s", body)
@@ -152,26 +165,10 @@ func (d *blockingFill) Recheck(context.Context, service.Cluster, []service.Resou
 // TestPendingFillEndsWithTheServer checks that the server's stop (Done)
 // ends a background fill's detection.
 func TestPendingFillEndsWithTheServer(t *testing.T) {
-	db, _ := pgtest.MustOpenDB(t)
-	for _, c := range testClusters {
-		c.Kind, c.AccessLevel, c.ArgoCDNamespace = service.ClusterStatic, service.AccessFull, service.DefaultArgoCDNamespace
-		if _, err := db.UpsertCluster(context.Background(), c, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	verifier, err := jwtauth.NewHS256(testSecret, testIssuer, testAudience, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan struct{})
 	d := &blockingFill{ended: make(chan struct{})}
-	srv := httptest.NewServer(NewServer(Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Verifier: verifier,
-		Plans: &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: d, Done: done,
-			MutatingTools: map[string]bool{"apply_manifest": true}, PendingPauses: []time.Duration{time.Millisecond}},
-		Metrics: NewMetrics(prometheus.NewRegistry())}))
-	t.Cleanup(srv.Close)
-	doc, router := mustSpec(t)
-	a := &testAPI{t: t, srv: srv, router: router, doc: doc}
+	_, start := pendingServer(t)
+	a := start(d, nil, done)
 	f := newFixture(t)
 	a.createPlan(f.agent, planBody("shared"))
 	deadline := time.Now().Add(time.Minute) // catches hangs only
