@@ -223,7 +223,7 @@ func editFor(f FieldPreview, files map[string][]byte) (string, lineEdit, string)
 	if ext := strings.ToLower(pathpkg.Ext(f.Git.Source.Path)); ext != ".yaml" && ext != ".yml" {
 		return "", lineEdit{}, UnsupportedNotManifest // JSON manifests are not rewritten line by line
 	}
-	if f.Git.State == GitUnset {
+	if f.Git.State == GitUnset && f.Git.Source.Via != "helm_values" {
 		e, reason := addition(content, f.Git.Source.Line, f.Field, scalar)
 		return f.Git.Source.Path, e, reason
 	}
@@ -328,7 +328,8 @@ func editableVia(f FieldPreview) bool {
 	case "helm_template":
 		return f.Git.State == GitSet
 	case "helm_values":
-		return f.Git.State == GitSet && f.Git.Source.KeyPlanned != nil
+		// Set, or unset where an empty key the template reads would set it.
+		return f.Git.Source.KeyPlanned != nil
 	}
 	return false
 }

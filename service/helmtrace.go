@@ -15,6 +15,9 @@ type HelmTrace struct {
 	Templates []string    `json:"templates,omitempty"`
 	Leaves    []HelmLeaf  `json:"leaves,omitempty"`
 	Fields    []HelmField `json:"fields,omitempty"`
+	// Probes are fields the render does not have that an empty values
+	// key the template reads would set (Leaves[i-1] of their parts).
+	Probes []HelmField `json:"probes,omitempty"`
 	// Secrets are the leaves (Leaves[i-1]) a core Secret's data or
 	// stringData holds: never shown, not even in a patch's context.
 	Secrets []int `json:"secrets,omitempty"`

@@ -3,6 +3,7 @@ package gitpreview
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type helmIndex struct {
 	docs    []*docMask
 	objects map[objectKey][]placedDoc
 	fields  map[int]map[string]service.HelmField
+	// probes are, by document and pointer, fields the render does not
+	// have that an empty values key the template reads would set.
+	probes map[int]map[string]service.HelmField
 
 	// secretLines are, by values file, the lines of leaves that feed a
 	// Secret's data or a field the masker masks: a patch whose context
@@ -62,7 +66,7 @@ type placedDoc struct {
 }
 
 func newHelmIndex(tr service.HelmTrace, app service.Application) *helmIndex {
-	h := &helmIndex{trace: tr, objects: map[objectKey][]placedDoc{}, fields: map[int]map[string]service.HelmField{}}
+	h := &helmIndex{trace: tr, objects: map[objectKey][]placedDoc{}}
 	dec := yaml.NewDecoder(strings.NewReader(string(tr.Manifests)))
 	for {
 		var doc yaml.Node
@@ -78,16 +82,24 @@ func newHelmIndex(tr service.HelmTrace, app service.Application) *helmIndex {
 		}
 		h.docs = append(h.docs, newDocMask(m))
 	}
-	for _, f := range tr.Fields {
-		if !validField(f, len(tr.Leaves)) {
-			continue // the child's answer is checked, not trusted
-		}
-		if h.fields[f.Doc] == nil {
-			h.fields[f.Doc] = map[string]service.HelmField{}
-		}
-		h.fields[f.Doc][f.Pointer] = f
-	}
+	h.fields, h.probes = byDocument(tr.Fields, len(tr.Leaves)), byDocument(tr.Probes, len(tr.Leaves))
 	return h
+}
+
+// byDocument indexes traced fields by document and pointer; the child's
+// answer is checked, not trusted.
+func byDocument(fields []service.HelmField, leaves int) map[int]map[string]service.HelmField {
+	out := map[int]map[string]service.HelmField{}
+	for _, f := range fields {
+		if !validField(f, leaves) {
+			continue
+		}
+		if out[f.Doc] == nil {
+			out[f.Doc] = map[string]service.HelmField{}
+		}
+		out[f.Doc][f.Pointer] = f
+	}
+	return out
 }
 
 // helm fills the fields from a Helm source's traced render, rendered in
@@ -132,6 +144,10 @@ func (l *Locator) helm(ctx context.Context, c service.Cluster, app service.Appli
 		node, _, gitTokens, found := locate(doc.node, tokens, obj.Object)
 		if !ok || !found {
 			at.Line = firstLine(files[template], "kind:")
+			if pf, probed := h.probes[i][service.JoinPointer(tokens)]; ok && probed {
+				// Unset, but a values key the template reads would set it.
+				at, notes[j] = h.fromLeaf(l.Masker, at, pf, f.Planned)
+			}
 			settings[j] = setting{source: at}
 			continue
 		}
@@ -239,7 +255,7 @@ func helmBytes(tr service.HelmTrace) int64 {
 			n += 16 + int64(len(p))
 		}
 	}
-	for _, f := range tr.Fields {
+	for _, f := range slices.Concat(tr.Fields, tr.Probes) {
 		n += 64 + int64(len(f.Pointer))
 		for _, p := range f.Parts {
 			n += 24 + int64(len(p.Text))

@@ -22,6 +22,13 @@ func (h *helmIndex) source(m service.ValueMasker, doc int, at service.GitSource,
 		at.Via = ViaUnsupported
 		return at, ReasonHelmNotTraced
 	}
+	return h.fromLeaf(m, at, f, planned)
+}
+
+// fromLeaf is where the leaf behind traced field f is set: a values file
+// and the key's line, or the Application's override.
+func (h *helmIndex) fromLeaf(m service.ValueMasker, at service.GitSource, f service.HelmField,
+	planned json.RawMessage) (service.GitSource, service.Reason) {
 	k, keyPlanned := chooseLeaf(f, h.trace.Leaves, planned)
 	leaf := h.trace.Leaves[f.Parts[k].Leaf-1]
 	at.Key = strings.Join(leaf.Path, ".")

@@ -52,7 +52,13 @@ func TestHelmGitChangeRendersThePlannedValues(t *testing.T) {
 		{Field: "/spec/revisionHistoryLimit", Planned: json.RawMessage(`2`)},
 		{Field: "/spec/template/spec/containers/0/imagePullPolicy", Planned: json.RawMessage(`"Never"`)},
 		{Field: "/metadata/annotations/note", Planned: json.RawMessage(`"x"`)},
+		// Unset in the render; the template reads priorityClassName only when set.
+		{Field: "/spec/template/spec/priorityClassName", Planned: json.RawMessage(`"high"`)},
 	})
+	if g := fields[5].Git; g.State != service.GitUnset || g.Source.Via != ViaHelmValues || g.Source.Key != "priorityClassName" ||
+		g.Source.Path != "charts/web/values.yaml" || g.Source.Line != 21 || string(g.Source.KeyPlanned) != `"high"` {
+		t.Errorf("priorityClassName: %+v %+v", g, g.Source)
+	}
 	w := service.ArgoCDWarning{Resources: []service.OwnershipResource{{Kind: "Deployment", Name: "shop-web", Application: "shop",
 		Level: service.LevelSelfHeal, Fields: fields}}}
 	payload, _ := json.Marshal(map[string]any{"argocd": w})
@@ -101,7 +107,7 @@ func TestHelmGitChangeRendersThePlannedValues(t *testing.T) {
 	if res.Error != nil {
 		t.Fatal(res.Error)
 	}
-	for _, s := range []string{"replicas: 5\n", "image: nginx:1.29\n", "revisionHistoryLimit: 2\n"} {
+	for _, s := range []string{"replicas: 5\n", "image: nginx:1.29\n", "revisionHistoryLimit: 2\n", "priorityClassName: high\n"} {
 		if !strings.Contains(string(res.Manifests), s) {
 			t.Errorf("the render after the patch lacks %q:\n%s", s, res.Manifests)
 		}

@@ -100,19 +100,20 @@ func TraceHelm(req Request) service.HelmTrace {
 	if err != nil {
 		return out // rendered, not traced
 	}
-	leaves := collectLeaves(full, nil, nil)
+	leaves := collectLeaves(full, nil, nil, markable)
 	if len(leaves) > maxMarkedLeaves {
 		leaves = leaves[:maxMarkedLeaves]
 	}
+	out.Fields, out.Secrets = traceFields(h, full, leaves, real)
+	leaves, out.Probes = probeEmpty(h, full, leaves, real)
 	origins := leafOrigins(req, t, appPath, h, leaves)
 	for _, l := range leaves {
 		out.Leaves = append(out.Leaves, service.HelmLeaf{Path: l.path, Origin: origins[len(out.Leaves)], Text: l.text, Number: l.num})
 	}
-	out.Fields, out.Secrets = traceFields(h, full, leaves, real)
 	// Only the leaves a field names keep their text: the trace is held in
 	// the server's memory per commit.
 	used := map[int]bool{}
-	for _, f := range out.Fields {
+	for _, f := range slices.Concat(out.Fields, out.Probes) {
 		for _, p := range f.Parts {
 			used[p.Leaf] = true
 		}
@@ -151,7 +152,7 @@ func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) 
 			marked[i] = true
 		}
 		counter := 0
-		vals, _ := markValues(full, marked, &counter).(map[string]any)
+		vals, _ := markValues(full, marked, &counter, markable).(map[string]any)
 		docs, rerr := h.render(vals, false)
 		if rerr != nil {
 			if len(set) > 1 {
@@ -183,20 +184,20 @@ func traceFields(h helmRun, full map[string]any, leaves []leaf, real []helmDoc) 
 
 // collectLeaves lists the markable leaves below v in a fixed order (map
 // keys sorted), the order markValues numbers them in.
-func collectLeaves(v any, path []string, out []leaf) []leaf {
+func collectLeaves(v any, path []string, out []leaf, pick func(any) (leaf, bool)) []leaf {
 	switch t := v.(type) {
 	case map[string]any:
 		for _, k := range sortedKeys(t) {
-			out = collectLeaves(t[k], append(path[:len(path):len(path)], k), out)
+			out = collectLeaves(t[k], append(path[:len(path):len(path)], k), out, pick)
 		}
 	case chartutil.Values:
-		return collectLeaves(map[string]any(t), path, out)
+		return collectLeaves(map[string]any(t), path, out, pick)
 	case []any:
 		for i, e := range t {
-			out = collectLeaves(e, append(path[:len(path):len(path)], strconv.Itoa(i)), out)
+			out = collectLeaves(e, append(path[:len(path):len(path)], strconv.Itoa(i)), out, pick)
 		}
 	default:
-		if l, ok := markable(v); ok {
+		if l, ok := pick(v); ok {
 			l.path = path
 			out = append(out, l)
 		}
@@ -220,24 +221,24 @@ func markable(v any) (leaf, bool) {
 
 // markValues copies v with the leaves in marked replaced by their markers,
 // numbering leaves as collectLeaves does.
-func markValues(v any, marked map[int]bool, counter *int) any {
+func markValues(v any, marked map[int]bool, counter *int, pick func(any) (leaf, bool)) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for _, k := range sortedKeys(t) {
-			out[k] = markValues(t[k], marked, counter)
+			out[k] = markValues(t[k], marked, counter, pick)
 		}
 		return out
 	case chartutil.Values:
-		return markValues(map[string]any(t), marked, counter)
+		return markValues(map[string]any(t), marked, counter, pick)
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = markValues(e, marked, counter)
+			out[i] = markValues(e, marked, counter, pick)
 		}
 		return out
 	}
-	l, ok := markable(v)
+	l, ok := pick(v)
 	if !ok {
 		return v
 	}
