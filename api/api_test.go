@@ -140,11 +140,19 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 		tb.Fatal(err)
 	}
 	reviews := mustAccessReviews(tb, db, reader, clock)
+	var secrets *service.ClusterSecretCache
+	if sr, ok := reader.(service.ClusterSecretReader); ok {
+		if secrets, err = service.NewClusterSecretCache(sr, 64, clock.Now); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	hubs := hubLookup{clusters: db, secrets: secrets}
 	registrations := &service.Registrations{Clusters: db, EKS: db, Accounts: db, Teams: db, AWS: aws.aws,
 		Checker: aws.checker, Jobs: aws.jobs, Now: time.Now}
-	plans := &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache, reviews),
+	plans := &service.Plans{Store: db, Clusters: db, Now: time.Now, Detector: detector(reader, cache, reviews, hubs),
 		MutatingTools: map[string]bool{"apply_manifest": true, "scale_resource": true}, Masker: masker}
-	argo := &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache, reviews), Plans: db, Masker: masker}
+	argo := &service.ArgoCD{Clusters: db, Cache: cache, Detector: detector(reader, cache, reviews, hubs), Plans: db, Masker: masker,
+		Secrets: secrets}
 	var pauses *service.SyncPauses
 	if objects, ok := reader.(service.ObjectReader); ok {
 		if schema, ok := reader.(service.SyncSchema); ok {
@@ -169,7 +177,13 @@ func mustServeWithAWS(tb testing.TB, reader service.ApplicationReader, aws awsDe
 }
 
 // detector builds ownership detection on reader when it can read objects.
-func detector(reader service.ApplicationReader, cache *service.SnapshotCache, reviews service.TargetReviewer) service.OwnershipDetector {
+// hubLookup is what detection needs to look for apps in hub clusters.
+type hubLookup struct {
+	clusters service.ClusterLister
+	secrets  *service.ClusterSecretCache
+}
+
+func detector(reader service.ApplicationReader, cache *service.SnapshotCache, reviews service.TargetReviewer, hubs hubLookup) service.OwnershipDetector {
 	objects, ok := reader.(service.ObjectReader)
 	if !ok {
 		objects = failingReader{}
@@ -178,7 +192,8 @@ func detector(reader service.ApplicationReader, cache *service.SnapshotCache, re
 	if err != nil {
 		panic(err) // gitleaks' built-in rules: never fails
 	}
-	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now, Masker: masker, Access: reviews}
+	return &ownership.Detector{Objects: objects, Snapshots: cache, Budget: 3 * time.Second, Now: time.Now, Masker: masker, Access: reviews,
+		Clusters: hubs.clusters, Secrets: hubs.secrets}
 }
 
 // mustAccessReviews builds can-i on reader when it can ask clusters.

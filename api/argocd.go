@@ -3,7 +3,10 @@ package api
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -31,7 +34,8 @@ func handleAppList(log *slog.Logger, argo *service.ArgoCD) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		etag := service.ContentETag(list.Snapshot, list.KukieRepo.URL+"\x00"+boolString(list.KukieRepo.Connected))
+		etag := service.ContentETag(list.Snapshot, list.KukieRepo.URL+"\x00"+boolString(list.KukieRepo.Connected)+
+			destinationsTag(list.Destinations))
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Cache-Control", "private, no-cache")
 		if etagMatches(r.Header.Get("If-None-Match"), etag) {
@@ -52,14 +56,36 @@ func writeAppList(w http.ResponseWriter, list service.AppList) {
 		panic(err) // plain structs of strings and numbers: cannot fail
 	}
 	fetched, _ := list.Snapshot.FetchedAt.UTC().MarshalJSON()
+	apps := list.Snapshot.AppsJSON
+	if len(list.Destinations) > 0 {
+		// A hub's apps deploying to the team's other clusters name them:
+		// team data, so encoded per request.
+		if apps, err = json.Marshal(service.WithDestinations(list.Snapshot.Apps, list.Destinations)); err != nil {
+			panic(err) // the snapshot's apps encoded once already
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	for _, part := range [][]byte{[]byte(`{"summary":`), summary, []byte(`,"applications":`),
-		list.Snapshot.AppsJSON, []byte(`,"fetched_at":`), fetched, []byte("}\n")} {
+		apps, []byte(`,"fetched_at":`), fetched, []byte("}\n")} {
 		if _, err := w.Write(part); err != nil {
 			return
 		}
 	}
+}
+
+// destinationsTag is the app list's destination cluster ids for its ETag,
+// in app order.
+func destinationsTag(ids map[int]string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	idx := slices.Sorted(maps.Keys(ids))
+	var b strings.Builder
+	for _, i := range idx {
+		b.WriteString("\x00" + strconv.Itoa(i) + "=" + ids[i])
+	}
+	return b.String()
 }
 
 func boolString(b bool) string {

@@ -110,6 +110,12 @@ func newArgoAPIWith(t *testing.T, wrap func(*kube.Reader) service.ApplicationRea
   - {id: down-cl, team: team-a, name: down, kubeconfig: %[3]s, access_level: full}
   - {id: prod-eks, team: team-b, name: prod, kubeconfig: %[1]s, access_level: full}
 %[4]s`, admin, kc(k8stest.UserLimited), down, extraClusters(t, write, extra))))
+	return argoAPIFromFile(t, wrap, file)
+}
+
+// argoAPIFromFile serves the API on the static clusters file's clusters.
+func argoAPIFromFile(t *testing.T, wrap func(*kube.Reader) service.ApplicationReader, file string) *argoAPI {
+	t.Helper()
 	clusters, conn, err := kube.LoadStaticClusters(file)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,10 @@ type AppDestination struct {
 	Server    string `json:"server"`
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
+	// ClusterID is the team's cluster the app deploys to when it is another
+	// of the team's registered clusters (a hub's spoke): set per request on
+	// the app list, never in the shared snapshot.
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // AppOperation is the last (or running) sync operation.

@@ -16,6 +16,9 @@ type ArgoCD struct {
 	Plans    PlanStore // for the apps' Kukie history
 	// Masker drops planned values the masker would mask (nil: none).
 	Masker ValueMasker
+	// Secrets resolves destinations that name a hub's cluster secret
+	// (nil: only destinations by server are matched to team clusters).
+	Secrets *ClusterSecretCache
 	// Parallel bounds the clusters the sidebar reads at once in the
 	// background (default 8).
 	Parallel int
@@ -30,6 +33,9 @@ type AppList struct {
 	Summary   AppSummary
 	Snapshot  *Snapshot
 	KukieRepo KukieRepo
+	// Destinations maps the indexes (in Snapshot.Apps) of apps deploying to
+	// another of the team's clusters to its id (destination.cluster_id).
+	Destinations map[int]string
 }
 
 // ErrLimitedAccess is the answer for Argo CD reads on a LIMITED cluster:
@@ -73,7 +79,8 @@ func (s *ArgoCD) List(ctx context.Context, p Principal, clusterID string, refres
 	}
 	summary := snap.Summary
 	summary.KukieRepo = kukieRepo(cl, summary)
-	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo}, nil
+	return AppList{Summary: summary, Snapshot: snap, KukieRepo: summary.KukieRepo,
+		Destinations: s.destinations(ctx, cl, snap)}, nil
 }
 
 // DetailResource is a status.resources row with the level a direct change

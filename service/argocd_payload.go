@@ -36,7 +36,7 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 	actions, _ := m["actions"].([]any)
 	for _, a := range actions {
 		if row, ok := a.(map[string]any); ok && str(row, "kind") == ActionPauseSync && str(row, "app") != "" {
-			w.Actions = append(w.Actions, WarningAction{Kind: ActionPauseSync, App: str(row, "app")})
+			w.Actions = append(w.Actions, WarningAction{Kind: ActionPauseSync, App: str(row, "app"), ClusterID: str(row, "cluster_id")})
 		}
 	}
 	apps, _ := m["applications"].([]any)
@@ -77,6 +77,12 @@ func ArgoCDFromPayload(payload json.RawMessage) *ArgoCDWarning {
 			res.Level = l
 		}
 		res.Fields = fieldsFromPayload(row["fields"])
+		hubs, _ := row["hub_cluster_ids"].([]any)
+		for _, h := range hubs {
+			if id, ok := h.(string); ok && id != "" {
+				res.HubClusterIDs = append(res.HubClusterIDs, id)
+			}
+		}
 		w.Resources = append(w.Resources, res)
 	}
 	return w

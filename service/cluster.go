@@ -124,10 +124,15 @@ func ErrNotReadable(c Cluster) error {
 // free text, so the key separates them with a byte no id holds.
 func (c Cluster) Key() string { return c.TeamID + "\x00" + c.ID }
 
+// ClusterLister lists a team's clusters ordered by name.
+type ClusterLister interface {
+	ListClusters(ctx context.Context, teamID string) ([]Cluster, error)
+}
+
 // ClusterStore persists clusters. Every method is scoped to a team; another
 // team's cluster is ENOTFOUND with reason cluster_not_found.
 type ClusterStore interface {
-	ListClusters(ctx context.Context, teamID string) ([]Cluster, error)
+	ClusterLister
 	GetCluster(ctx context.Context, teamID, id string) (Cluster, error)
 	// UpsertCluster creates or updates a cluster (and its team on first use),
 	// keeping its connected GitOps repo.

@@ -69,6 +69,10 @@ type OwnershipResource struct {
 	LevelCause string `json:"level_cause,omitempty"`
 	Level      Level  `json:"level"`
 	Reason     string `json:"reason"`
+	// HubClusterIDs are the team's clusters whose Argo CD manages the
+	// object from outside it (hub-and-spoke): the app named by the
+	// tracking annotation lives there and deploys to this cluster.
+	HubClusterIDs []string `json:"hub_cluster_ids,omitempty"`
 	// Fields are the changed fields, each with the value in the cluster
 	// now and the planned one (issue 22).
 	Fields []FieldPreview `json:"fields,omitempty"`
@@ -214,10 +218,14 @@ type ArgoCDWarning struct {
 }
 
 // WarningAction is one action the card can offer: Kind pause_sync of
-// App (its id, as the app routes take it).
+// App (its id, as the app routes take it) in the target's cluster, or in
+// ClusterID.
 type WarningAction struct {
 	Kind string `json:"kind"`
 	App  string `json:"app"`
+	// ClusterID is the cluster the app lives in when it is not the
+	// target's: a hub whose Argo CD deploys to it (hub-and-spoke).
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // ActionPauseSync is the WarningAction that stops an app's automated sync.

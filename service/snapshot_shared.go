@@ -259,3 +259,28 @@ func (c *SnapshotCache) Invalidate(teamID, clusterID string, fetchedAt time.Time
 		c.entries.Remove(key)
 	}
 }
+
+// Warm returns the cluster's snapshot when serving it needs no cluster
+// read: the local one within its window, else the shared row when it is
+// (a database read, adopted locally). Detection looks at other clusters
+// (hubs) this way before it spends its few cold reads.
+func (c *SnapshotCache) Warm(ctx context.Context, cl Cluster) (*Snapshot, bool) {
+	if s, ok := c.fresh(cl.Key(), false); ok {
+		c.event("hit")
+		return s, true
+	}
+	if c.Shared == nil {
+		return nil, false
+	}
+	row, found, err := c.Shared.Load(ctx, cl)
+	if err != nil || !found || !c.usable(row, false) {
+		return nil, false
+	}
+	s, err := c.adopt(row)
+	if err != nil {
+		return nil, false
+	}
+	c.entries.Add(cl.Key(), s)
+	c.event("shared_hit")
+	return s, true
+}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
@@ -188,7 +189,13 @@ func resumePatch(pause SyncPause) string {
 	if pause.Method == PauseByEnabled {
 		op = "replace"
 	}
-	return `[{"op":"` + op + `","path":"/spec/syncPolicy/automated","value":` + string(pause.Previous) + `}]`
+	// The record comes back from jsonb with spaces: the command shows it compact.
+	var value bytes.Buffer
+	if json.Compact(&value, pause.Previous) != nil {
+		value.Reset()
+		value.Write(pause.Previous)
+	}
+	return `[{"op":"` + op + `","path":"/spec/syncPolicy/automated","value":` + value.String() + `}]`
 }
 
 // application finds the app (a FULL cluster's snapshot, or a LIMITED

@@ -67,14 +67,14 @@ func (db *DB) UpsertCluster(ctx context.Context, c service.Cluster, now time.Tim
 			return err
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO clusters (team_id, id, name, kind, access_level, namespaces,
-			argocd_namespace, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+			argocd_namespace, endpoint, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 			ON CONFLICT (team_id, id) DO UPDATE SET name = excluded.name, kind = excluded.kind,
 			access_level = excluded.access_level, namespaces = excluded.namespaces,
-			argocd_namespace = excluded.argocd_namespace, access_state = 'active', access_reason = '',
-			updated_at = excluded.updated_at
+			argocd_namespace = excluded.argocd_namespace, endpoint = excluded.endpoint,
+			access_state = 'active', access_reason = '', updated_at = excluded.updated_at
 			WHERE clusters.kind <> 'eks'
 			RETURNING `+clusterColumns,
-			c.TeamID, c.ID, c.Name, c.Kind, c.AccessLevel, namespaces, c.ArgoCDNamespace, now)
+			c.TeamID, c.ID, c.Name, c.Kind, c.AccessLevel, namespaces, c.ArgoCDNamespace, c.Endpoint, now)
 		var err error
 		out, err = pgx.CollectExactlyOneRow(rows, scanCluster)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -145,7 +145,8 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer work.stop(cfg.ShutdownTimeout, log) // after the servers drain, before the pool closes
-	argo := &service.ArgoCD{Clusters: db, Cache: reading.snapshots, Detector: reading.detector, Plans: db, Masker: reading.masker}
+	argo := &service.ArgoCD{Clusters: db, Cache: reading.snapshots, Detector: reading.detector, Plans: db, Masker: reading.masker,
+		Secrets: reading.secrets}
 	repoView, err := newRepoView(ctx, cfg, db, argo, reading.reader, renderLimits, repoParts, obs.reg, log)
 	if err != nil {
 		return err

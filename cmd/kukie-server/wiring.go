@@ -110,6 +110,7 @@ type clusterReading struct {
 	snapshots *service.SnapshotCache
 	detector  *ownership.Detector
 	reviews   *service.AccessReviews
+	secrets   *service.ClusterSecretCache // hubs' cluster secrets (names and servers)
 	masker    *mask.Masker
 	// locator is the revert preview's Git part; its Helm renders are
 	// joined to the repo tab's renderer and slots once those exist
@@ -165,6 +166,10 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	if err != nil {
 		return clusterReading{}, nil, err
 	}
+	secrets, err := service.NewClusterSecretCache(reader, cfg.CacheMaxClusters, time.Now)
+	if err != nil {
+		return clusterReading{}, nil, err
+	}
 	listenCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go shared.Listen(listenCtx, snapshots.Invalidate)
 	masker, err := mask.New() // which changed fields' values may be shown; planned values it would mask are dropped
@@ -175,8 +180,9 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	locator := &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}
 	reviews.Observe = newAccessReviewMetrics(obs.reg)
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,
-		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator, Access: reviews}
-	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, masker: masker,
+		Log: slog.New(api.RequestLogHandler(log.Handler())), Masker: masker, Git: locator, Access: reviews,
+		Clusters: db, Secrets: secrets}
+	return clusterReading{reader: reader, snapshots: snapshots, detector: detector, reviews: reviews, secrets: secrets, masker: masker,
 		locator: locator, done: ctx.Done()}, stop, nil
 }
 

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -67,13 +66,17 @@ func listApplications(ctx context.Context, fetch pageFetcher, namespace string, 
 
 func readPages(ctx context.Context, fetch pageFetcher, namespace string, dec *argocd.ApplicationDecoder) ([]service.Application, error) {
 	apps := []service.Application{}
+	items := func(jd *jsontext.Decoder) (err error) {
+		apps, err = decodeItems(jd, dec, apps)
+		return err
+	}
 	token := ""
 	for {
 		body, err := fetch(ctx, namespace, token)
 		if err != nil {
 			return nil, err
 		}
-		apps, token, err = decodePage(body, dec, apps)
+		token, err = decodePage(body, items)
 		body.Close()
 		if err != nil {
 			return nil, err
@@ -85,67 +88,57 @@ func readPages(ctx context.Context, fetch pageFetcher, namespace string, dec *ar
 }
 
 // errNotAList is a 2xx response that is not a JSON list.
-var errNotAList = errors.New("the Applications list response is not a JSON list")
+var errNotAList = errors.New("the list response is not a JSON list")
 
-// decodePage reads one list response, appending its apps to apps, and
-// returns the continue token ("" on the last page). Items are decoded one
-// at a time as the body streams in; an item that is not a usable
-// Application is skipped (argocd.ApplicationDecoder.Decode).
-func decodePage(body io.Reader, dec *argocd.ApplicationDecoder, apps []service.Application) ([]service.Application, string, error) {
+// decodePage reads one list response, handing its items member to items
+// as the body streams in, and returns the continue token ("" on the last
+// page).
+func decodePage(body io.Reader, items func(*jsontext.Decoder) error) (string, error) {
 	// Repeated names and invalid UTF-8 are accepted, as encoding/json (and
 	// so the dynamic client) accepts them.
 	jd := jsontext.NewDecoder(body, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if tok, err := jd.ReadToken(); err != nil {
-		return apps, "", err
+		return "", err
 	} else if tok.Kind() != '{' {
-		return apps, "", errNotAList
+		return "", errNotAList
 	}
 	var token string
 	for jd.PeekKind() != '}' {
 		name, err := jd.ReadToken()
 		if err != nil {
-			return apps, "", err
+			return "", err
 		}
 		switch name.String() {
 		case "items":
-			apps, err = decodeItems(jd, dec, apps)
+			err = items(jd)
 		case "metadata":
 			token, err = continueToken(jd)
 		default:
 			err = jd.SkipValue()
 		}
 		if err != nil {
-			return apps, "", err
+			return "", err
 		}
 	}
 	if _, err := jd.ReadToken(); err != nil {
-		return apps, "", err
+		return "", err
 	}
-	return apps, token, nil
+	return token, nil
 }
 
+// decodeItems appends the page's usable Applications to apps, decoding
+// one item at a time (argocd.ApplicationDecoder.Decode skips the others).
 func decodeItems(jd *jsontext.Decoder, dec *argocd.ApplicationDecoder, apps []service.Application) ([]service.Application, error) {
-	switch jd.PeekKind() {
-	case 'n':
-		_, err := jd.ReadToken()
-		return apps, err
-	case '[':
-	default:
-		return apps, fmt.Errorf("%w: items is not an array", errNotAList)
-	}
-	if _, err := jd.ReadToken(); err != nil {
-		return apps, err
-	}
-	for jd.PeekKind() != ']' {
+	err := eachItem(jd, func() error {
 		raw, err := jd.ReadValue()
 		if err != nil {
-			return apps, err
+			return err
 		}
 		if a, ok := dec.Decode(raw); ok {
 			apps = append(apps, a)
 		}
-	}
-	_, err := jd.ReadToken()
+		return nil
+	})
 	return apps, err
 }
 

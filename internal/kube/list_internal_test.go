@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/kukie/gitops-server/internal/argocd"
+	"github.com/kukie/gitops-server/service"
 )
 
 // A page's items are decoded one by one: an item that is no usable
@@ -28,7 +31,11 @@ func TestDecodePage(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			apps, token, err := decodePage(strings.NewReader(c.body), argocd.NewApplicationDecoder("argocd", nil), nil)
+			dec, apps := argocd.NewApplicationDecoder("argocd", nil), []service.Application(nil)
+			token, err := decodePage(strings.NewReader(c.body), func(jd *jsontext.Decoder) (err error) {
+				apps, err = decodeItems(jd, dec, apps)
+				return err
+			})
 			if (err != nil) != c.err {
 				t.Fatalf("err = %v, want error %v", err, c.err)
 			}

@@ -75,6 +75,9 @@ func LoadStaticClusters(path string) ([]service.Cluster, *StaticConnector, error
 			return nil, nil, fmt.Errorf("%s: kubeconfig %s: %w", where, sc.Kubeconfig, err)
 		}
 		conn.configs[key] = cfg
+		// The kubeconfig's server is the cluster's address, as Argo CD
+		// hubs name it in destinations.
+		c.Endpoint = cfg.Host
 		out = append(out, c)
 	}
 	return out, conn, nil

@@ -23,6 +23,11 @@ type managed struct {
 	service.OwnershipResource
 	app          *service.Application
 	appNamespace string
+	// trackedNamespace is the app namespace the tracking annotation gives
+	// ("" for Argo CD's own), and hub the cluster the app was found in when
+	// it is not the target's (hub-and-spoke).
+	trackedNamespace string
+	hub              *service.Cluster
 	// judged are the masker's judgements of the object (fieldPreviews):
 	// the values they masked join the request's redaction set.
 	judged []service.FieldMasking
@@ -43,9 +48,7 @@ type managed struct {
 func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, a apps) (managed, bool) {
 	res := managed{OwnershipResource: service.OwnershipResource{Group: i.Group, Kind: i.Kind, Name: i.Name, Namespace: i.Namespace}}
 	s := a.settings()
-	t := argocd.Target{Group: i.Group, Kind: i.Kind, Namespace: i.Namespace, Name: i.Name, Changed: ref.Changed(),
-		NarrowByGit: service.GitNarrowingAllowed(ref.Tool), LastApplied: i.Annotations[lastAppliedAnnotation],
-		ManagedFields: i.ManagedFields}
+	t := argoTarget(i, ref)
 	reason := "not_tracked"
 
 	annotation := i.Annotations[argocd.TrackingAnnotation]
@@ -56,7 +59,7 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 				res.Reason = "other_installation"
 				return res, false
 			}
-			res.Tracking, res.Application, res.appNamespace = "annotation", id.AppName, id.AppNamespace
+			res.Tracking, res.Application, res.appNamespace, res.trackedNamespace = "annotation", id.AppName, id.AppNamespace, id.AppNamespace
 			if res.appNamespace == "" {
 				res.appNamespace = c.ArgoCDNamespace
 			}
@@ -115,6 +118,13 @@ func classify(c service.Cluster, i service.ObjectInfo, ref service.ResourceRef, 
 	}
 	res.Reason = reason
 	return res, false
+}
+
+// argoTarget is the object and change as Argo CD's rules take them.
+func argoTarget(i service.ObjectInfo, ref service.ResourceRef) argocd.Target {
+	return argocd.Target{Group: i.Group, Kind: i.Kind, Namespace: i.Namespace, Name: i.Name, Changed: ref.Changed(),
+		NarrowByGit: service.GitNarrowingAllowed(ref.Tool), LastApplied: i.Annotations[lastAppliedAnnotation],
+		ManagedFields: i.ManagedFields}
 }
 
 // decide sets the level, its cause and the reason from the app's rules and

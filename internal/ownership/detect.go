@@ -33,6 +33,11 @@ type Detector struct {
 	// Access reviews, on LIMITED clusters, whether Kukie's connection may
 	// make each change (nil: no access part).
 	Access service.TargetReviewer
+	// Clusters and Secrets find, for an annotation whose app is not in the
+	// target cluster, that app in the team's other Argo CD clusters
+	// (hub-and-spoke); nil Secrets: no hub lookup.
+	Clusters service.ClusterLister
+	Secrets  *service.ClusterSecretCache
 }
 
 var _ service.OwnershipDetector = (*Detector)(nil)
@@ -87,8 +92,9 @@ func (d *Detector) detect(ctx context.Context, c service.Cluster, targets []serv
 		out.Notes = append(out.Notes, settingsNote(lang, apps.snap.Settings.Note))
 	}
 	var found []managed
+	hubs := d.newHubs(c)
 	for _, t := range read {
-		res, ok := d.check(ctx, &out, c, t, apps, lang)
+		res, ok := d.check(ctx, &out, c, t, apps, hubs, lang)
 		if ok {
 			found = append(found, res)
 		}
@@ -201,7 +207,7 @@ func (d *Detector) readApplications(ctx context.Context, c service.Cluster, read
 
 // check classifies one read target into out, returning the managed
 // resource when Argo CD manages it.
-func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.Cluster, t target, a apps, lang string) (managed, bool) {
+func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.Cluster, t target, a apps, h *hubs, lang string) (managed, bool) {
 	resolved := service.ResolvedTarget{Group: t.ref.Group, Kind: t.ref.Kind, Namespace: t.ref.Namespace, Name: t.ref.Name}
 	if t.err != nil {
 		if t.info.Kind != "" {
@@ -225,11 +231,18 @@ func (d *Detector) check(ctx context.Context, out *service.Ownership, c service.
 		out.Unmanaged = append(out.Unmanaged, unmanaged(i, res.Reason))
 		return managed{}, false
 	}
+	if res.Basis == service.BasisAnnotationUnconfirmed {
+		d.fromHubs(ctx, h, &res, i, t.ref)
+	}
 	resolved.AppNamespace, resolved.AppName = res.appNamespace, res.Application
 	fields, judged := fieldPreviews(d.Masker, t.ref, i)
 	res.Fields, res.judged = fields, judged
 	if d.Git != nil && res.app != nil && len(res.Fields) > 0 {
-		res.Fields = d.Git.Locate(ctx, c, *res.app, i, res.Fields)
+		appCluster := c
+		if res.hub != nil {
+			appCluster = *res.hub
+		}
+		res.Fields = d.Git.Locate(ctx, appCluster, *res.app, i, res.Fields)
 		maskRevealing(res.Fields, judged)
 		res.matchesGit(t.ref)
 	}

@@ -160,16 +160,24 @@ func note(lang string, r service.OwnershipResource) string {
 }
 
 // pauseActions offers to pause each app whose automated sync reverts a
-// resource (self_heal, auto_sync), once per app.
+// resource (self_heal, auto_sync), once per app; an app in a hub cluster
+// names that cluster.
 func pauseActions(found []managed) []service.WarningAction {
 	var out []service.WarningAction
 	seen := map[string]bool{}
 	for _, r := range found {
-		if r.app == nil || (r.Level != service.LevelSelfHeal && r.Level != service.LevelAutoSync) || seen[r.app.ID] {
+		if r.app == nil || (r.Level != service.LevelSelfHeal && r.Level != service.LevelAutoSync) {
 			continue
 		}
-		seen[r.app.ID] = true
-		out = append(out, service.WarningAction{Kind: service.ActionPauseSync, App: r.app.ID})
+		a := service.WarningAction{Kind: service.ActionPauseSync, App: r.app.ID}
+		if r.hub != nil {
+			a.ClusterID = r.hub.ID
+		}
+		if seen[a.ClusterID+"\x00"+a.App] {
+			continue
+		}
+		seen[a.ClusterID+"\x00"+a.App] = true
+		out = append(out, a)
 	}
 	return out
 }

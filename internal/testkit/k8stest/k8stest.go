@@ -42,6 +42,9 @@ const (
 type Options struct {
 	// ArgoCD installs the Application CRD and the fixture apps and workloads.
 	ArgoCD bool
+	// AutomatedEnabled lists spec.syncPolicy.automated.enabled in the
+	// Application CRD's schema, as Argo CD 3.1 and later do.
+	AutomatedEnabled bool
 	// Extra are further fixture files of testdata, applied in order after
 	// the standard ones, each as its field manager asks.
 	Extra []FixtureFile
@@ -151,7 +154,7 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
 	if opts.ArgoCD {
-		crd, err := applicationCRD()
+		crd, err := applicationCRD(opts.AutomatedEnabled)
 		if err != nil {
 			return nil, err
 		}
@@ -203,14 +206,31 @@ func Start(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-func applicationCRD() (*apiextv1.CustomResourceDefinition, error) {
+func applicationCRD(automatedEnabled bool) (*apiextv1.CustomResourceDefinition, error) {
 	b, err := fixtures.ReadFile("testdata/crd-application.yaml")
 	if err != nil {
 		return nil, err
 	}
 	crd := &apiextv1.CustomResourceDefinition{}
-	return crd, yaml.UnmarshalStrict(b, crd)
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		return nil, err
+	}
+	if automatedEnabled {
+		// spec.syncPolicy.automated.enabled, the rest of spec kept as given
+		// (untyped nodes: fixtures hold odd shapes real clusters hold).
+		object := func(props map[string]apiextv1.JSONSchemaProps) apiextv1.JSONSchemaProps {
+			return apiextv1.JSONSchemaProps{XPreserveUnknownFields: ptr(true), Properties: props}
+		}
+		spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties = map[string]apiextv1.JSONSchemaProps{"syncPolicy": object(map[string]apiextv1.JSONSchemaProps{
+			"automated": object(map[string]apiextv1.JSONSchemaProps{"enabled": {Type: "boolean"}}),
+		})}
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	return crd, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // tokenWebhook writes the webhook's kubeconfig into a new directory and
 // points the API server at it.
