@@ -58,9 +58,22 @@ func mustSandbox(t *testing.T) *k8stest.Cluster {
 }
 
 // listCounter counts LIST calls made to clusters.
-type listCounter struct{ n atomic.Int64 }
+type listCounter struct {
+	n atomic.Int64
+	// notInstalled and forbidden count the LISTs that found no Argo CD
+	// and that were refused.
+	notInstalled, forbidden atomic.Int64
+}
 
-func (c *listCounter) ObserveList(string, time.Duration) { c.n.Add(1) }
+func (c *listCounter) ObserveList(outcome string, _ time.Duration) {
+	c.n.Add(1)
+	switch service.Reason(outcome) {
+	case service.ReasonArgoCDNotInstalled:
+		c.notInstalled.Add(1)
+	case service.ReasonArgoCDForbidden:
+		c.forbidden.Add(1)
+	}
+}
 
 // argoAPI is the API with a real reader and these clusters:
 //

@@ -146,12 +146,14 @@ func TestOwnershipLimitedAndFailingClusters(t *testing.T) {
 	defer ln.Close() // accepts (through the backlog) and never answers
 	a := newArgoAPI(t, [2]string{"silent-cl", "https://" + ln.Addr().String()})
 
-	before := a.lists.n.Load()
+	// The limited user's LIST would be refused: none is made (the team's
+	// other clusters, looked at as hubs, answer otherwise).
+	before := a.lists.forbidden.Load()
 	o := a.ownership(t, "limited-cl", nil, ref{"kind": "deployment", "namespace": "sandbox-plain", "name": "web"})
 	if o.ArgoCD == nil || o.ArgoCD.Level != service.LevelUnknown || o.ArgoCD.Resources[0].Application != "sandbox-plain" {
 		t.Errorf("LIMITED cluster: %+v", o.ArgoCD)
 	}
-	if a.lists.n.Load() != before {
+	if a.lists.forbidden.Load() != before {
 		t.Error("detection on a LIMITED cluster listed Applications")
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kukie/gitops-server/internal/argocd"
 	"github.com/kukie/gitops-server/service"
@@ -70,7 +71,10 @@ func (h *hubs) candidates(ctx context.Context) []*hub {
 	}
 	rank := map[*hub]int{}
 	for _, c := range clusters {
-		if c.ID != h.spoke.ID && c.AccessLevel == service.AccessFull && c.Readable() {
+		// The same cluster registered again (another level or user) is not
+		// a hub: its Applications are this cluster's, read as allowed here.
+		if c.ID != h.spoke.ID && c.AccessLevel == service.AccessFull && c.Readable() &&
+			service.NormalizeServer(c.Endpoint) != h.server {
 			hb := &hub{c: c}
 			rank[hb] = 2
 			if s, ok := h.d.Snapshots.Warm(ctx, c); ok {
@@ -85,6 +89,20 @@ func (h *hubs) candidates(ctx context.Context) []*hub {
 		}
 	}
 	slices.SortStableFunc(h.list, func(a, b *hub) int { return rank[a] - rank[b] })
+	// The first cold ones are read at once, in parallel, within the
+	// detection's budget (a hub that does not answer holds up none of the
+	// others); the rest stay unchecked.
+	var wg sync.WaitGroup
+	for _, hb := range h.list {
+		switch {
+		case hb.snap != nil:
+		case h.spend(hb):
+			wg.Go(func() { hb.snap = h.d.Snapshots.Get(ctx, hb.c, false) })
+		default:
+			hb.unchecked = true
+		}
+	}
+	wg.Wait()
 	return h.list
 }
 
@@ -122,13 +140,6 @@ func (h *hubs) find(ctx context.Context, i service.ObjectInfo, ns, name string) 
 	var found []hubMatch
 	var unchecked []*hub
 	for _, hb := range h.candidates(ctx) {
-		if hb.snap == nil && !hb.unchecked {
-			if !h.spend(hb) {
-				hb.unchecked = true
-			} else {
-				hb.snap = h.d.Snapshots.Get(ctx, hb.c, false)
-			}
-		}
 		if hb.unchecked {
 			unchecked = append(unchecked, hb)
 			continue
