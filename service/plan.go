@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -264,10 +265,12 @@ func (s *Plans) Create(ctx context.Context, p Principal, in PlanInput, idempoten
 		// git-change would read it.
 		return Plan{}, false, err
 	}
-	if len(in.server) > 0 {
-		if in.Payload, err = withServerParts(in.Payload, in.server); err != nil {
-			return Plan{}, false, err
-		}
+	// A client never writes the stop-sync records; the routes that make
+	// those plans do.
+	server := map[string]any{"argocd_pause": nil, "argocd_resume": nil}
+	maps.Copy(server, in.server)
+	if in.Payload, err = withServerParts(in.Payload, server); err != nil {
+		return Plan{}, false, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -319,9 +322,11 @@ func withArgoCD(payload json.RawMessage, w *ArgoCDWarning) (json.RawMessage, err
 
 // withDetection sets what detection writes into a plan's payload: argocd
 // (the warning) and access (a LIMITED cluster's answer per target), each
-// removed when absent.
+// removed when absent. The other server-written keys (argocd_pause,
+// argocd_resume) are left as they are: a recheck at approval must keep
+// them; creation strips a client's.
 func withDetection(payload json.RawMessage, own Ownership) (json.RawMessage, error) {
-	parts := map[string]any{"argocd": nil, "access": nil, "argocd_pause": nil, "argocd_resume": nil}
+	parts := map[string]any{"argocd": nil, "access": nil}
 	if own.ArgoCD != nil {
 		parts["argocd"] = own.ArgoCD
 	}

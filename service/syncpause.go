@@ -178,8 +178,18 @@ func (s *SyncPauses) ResumePlan(ctx context.Context, p Principal, clusterID, app
 		}
 		steps = append(steps, syncStep{namespace: pp.Namespace, name: pp.App, kind: "json", patch: resumePatch(*pp)})
 	}
-	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, steps, "argocd_resume",
-		map[string]string{"app": name, "namespace": ns, "pause_plan_id": pausePlan.ID}), "")
+	record := map[string]string{"app": name, "namespace": ns, "pause_plan_id": pausePlan.ID}
+	if pause.ApplicationSetRule {
+		// Last: once the rule is gone the ApplicationSet owns the policy again.
+		step, note := s.removeRuleStep(ctx, c, ns, pause.ApplicationSet, name)
+		if step != nil {
+			steps = append(steps, *step)
+		}
+		if note != "" {
+			record["note"] = note
+		}
+	}
+	plan, _, err := s.Plans.Create(ctx, p, syncPlan(clusterID, in, steps, "argocd_resume", record), "")
 	return plan, err
 }
 

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -32,7 +34,7 @@ func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app 
 	if applicationSetIgnoresPolicy(setInfo.Object, app) {
 		return nil, set, ""
 	}
-	rule := map[string]any{"name": app, "jsonPointers": []string{"/spec/syncPolicy"}}
+	rule := pauseRule(app)
 	op := map[string]any{"op": "add", "path": "/spec/ignoreApplicationDifferences/-", "value": rule}
 	if list, _ := LookupPointer(setInfo.Object, []string{"spec", "ignoreApplicationDifferences"}); list == nil {
 		op = map[string]any{"op": "add", "path": "/spec/ignoreApplicationDifferences", "value": []any{rule}}
@@ -40,7 +42,7 @@ func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app 
 	patch, _ := json.Marshal([]any{op})
 	return &syncStep{namespace: ns, name: set, resource: "applicationsets.argoproj.io", kind: "json", patch: string(patch)}, set,
 		"ApplicationSet " + set + " rewrites this app's spec and would undo the pause, so the plan first adds an ignoreApplicationDifferences rule " +
-			"for the app's /spec/syncPolicy (it stays after a resume)."
+			"for the app's /spec/syncPolicy (the resume removes it)."
 }
 
 // ownerApplicationSet is the ApplicationSet an object's ownerReferences
@@ -84,4 +86,33 @@ func applicationSetIgnoresPolicy(set map[string]any, app string) bool {
 		}
 	}
 	return false
+}
+
+// pauseRule is the ignoreApplicationDifferences rule a pause adds for app.
+func pauseRule(app string) map[string]any {
+	return map[string]any{"name": app, "jsonPointers": []any{"/spec/syncPolicy"}}
+}
+
+// removeRuleStep is, for a resume, the patch that takes the pause's rule
+// out of the ApplicationSet again, so the app's policy follows the
+// template in Git once more: a JSON patch that tests the rule at its index
+// before removing it, so a list changed meanwhile fails the command
+// instead of losing another rule. nil when the rule is gone already; a
+// note when the ApplicationSet cannot be read.
+func (s *SyncPauses) removeRuleStep(ctx context.Context, c Cluster, ns, set, app string) (*syncStep, string) {
+	info, err := s.Objects.ReadObject(ctx, c, ResourceRef{Group: "argoproj.io", Kind: "ApplicationSet", Namespace: ns, Name: set})
+	if err != nil || !info.Found {
+		return nil, "ApplicationSet " + set + " cannot be read here: remove the ignoreApplicationDifferences rule the pause added for " +
+			app + " by hand, or its /spec/syncPolicy stays out of the template's reach."
+	}
+	rules, _ := LookupPointer(info.Object, []string{"spec", "ignoreApplicationDifferences"})
+	list, _ := rules.([]any)
+	for i, r := range list {
+		if reflect.DeepEqual(r, pauseRule(app)) {
+			path := "/spec/ignoreApplicationDifferences/" + strconv.Itoa(i)
+			patch, _ := json.Marshal([]any{map[string]any{"op": "test", "path": path, "value": r}, map[string]any{"op": "remove", "path": path}})
+			return &syncStep{namespace: ns, name: set, resource: "applicationsets.argoproj.io", kind: "json", patch: string(patch)}, ""
+		}
+	}
+	return nil, ""
 }

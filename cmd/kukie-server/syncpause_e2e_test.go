@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/internal/testkit/pgtest"
 )
 
@@ -124,6 +128,7 @@ spec:
 	if gen2.Command != want || !strings.Contains(body, `"applicationset_rule":true`) {
 		t.Errorf("gen2 command:\n%s\nwant:\n%s\n%s", gen2.Command, want, body)
 	}
+	resumeRemovesTheRule(t, s.public, kubeconfig, body)
 	if pause.Parent == nil || pause.Parent.App != "root" || string(pause.Parent.Previous) != `{"prune":true,"selfHeal":true}` ||
 		string(pause.Previous) != `{"selfHeal":true}` || !strings.Contains(pause.Note, "self-heal") || !strings.HasSuffix(pause.Note, ": api.") {
 		t.Errorf("argocd_pause = %+v (parent %+v)", pause, pause.Parent)
@@ -146,3 +151,67 @@ spec:
       storage: true
       schema: { openAPIV3Schema: { type: object, x-kubernetes-preserve-unknown-fields: true } }
 `
+
+// resumeRemovesTheRule runs the gen2 pause plan's commands with the real
+// kubectl, records the plan executed, and checks that the resume puts the
+// policy back and then takes the ApplicationSet's ignore rule out again
+// (tested at its index); its commands run too.
+func resumeRemovesTheRule(t *testing.T, public, kubeconfig, pauseBody string) {
+	t.Helper()
+	var pause struct{ ID, Command string }
+	if err := json.Unmarshal([]byte(pauseBody), &pause); err != nil {
+		t.Fatal(err)
+	}
+	runKubectl(t, kubeconfig, pause.Command)
+	agent, member := e2eToken(t, "agent"), e2eToken(t, "member")
+	if status, body := call(t, "POST", public+"/v1/plans/"+pause.ID+"/approve", member, ""); status != 200 {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	if status, body := call(t, "POST", public+"/v1/plans/"+pause.ID+"/result", agent, `{"outcome":"executed","output":"patched"}`); status != 200 {
+		t.Fatalf("result: %d %s", status, body)
+	}
+	status, body := call(t, "POST", public+"/v1/clusters/demo/argocd/applications/gen2/resume-plan", agent,
+		`{"pause_plan_id":"`+pause.ID+`","conversation_id":"c1","visibility":"shared"}`)
+	var resume struct{ Command string }
+	if status != 201 || json.Unmarshal([]byte(body), &resume) != nil {
+		t.Fatalf("resume-plan: %d %s", status, body)
+	}
+	want := `kubectl -n argocd patch applications.argoproj.io gen2 --type json -p '[{"op":"add","path":"/spec/syncPolicy/automated","value":{"prune":true}}]'` + "\n" +
+		`kubectl -n argocd patch applicationsets.argoproj.io team-apps --type json -p '[{"op":"test","path":"/spec/ignoreApplicationDifferences/0",` +
+		`"value":{"jsonPointers":["/spec/syncPolicy"],"name":"gen2"}},{"op":"remove","path":"/spec/ignoreApplicationDifferences/0"}]'`
+	if resume.Command != want {
+		t.Fatalf("resume command:\n%s\nwant:\n%s", resume.Command, want)
+	}
+	runKubectl(t, kubeconfig, resume.Command)
+	got := runKubectl(t, kubeconfig, "kubectl -n argocd get applicationsets.argoproj.io team-apps -o jsonpath='{.spec.ignoreApplicationDifferences}'")
+	if strings.Contains(got, "gen2") {
+		t.Errorf("the ignore rule stayed: %s", got)
+	}
+	if got := runKubectl(t, kubeconfig, "kubectl -n argocd get applications.argoproj.io gen2 -o jsonpath='{.spec.syncPolicy.automated}'"); got != `{"prune":true}` {
+		t.Errorf("gen2 automated after the resume = %s", got)
+	}
+}
+
+// runKubectl runs a plan's command lines, in order, with the kubectl
+// `make tools` builds, against kubeconfig; it returns their output.
+func runKubectl(t *testing.T, kubeconfig, command string) string {
+	t.Helper()
+	assets, err := k8stest.AssetsDir()
+	if err != nil {
+		t.Fatalf("kubectl is needed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err != nil {
+		t.Fatalf("kubectl is needed: run `make tools` (it builds kubectl into %s): %v", assets, err)
+	}
+	var out strings.Builder
+	for _, line := range strings.Split(command, "\n") {
+		cmd := exec.CommandContext(t.Context(), "sh", "-c", line)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+assets+string(os.PathListSeparator)+os.Getenv("PATH"))
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, b)
+		}
+		out.Write(b)
+	}
+	return out.String()
+}
