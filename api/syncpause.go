@@ -23,6 +23,7 @@ func handleSyncPlan(log *slog.Logger, pauses *service.SyncPauses, resume bool) h
 			writeError(w, r, log, err)
 			return
 		}
+		in.Lang = warningLanguage(r)
 		p, _ := service.PrincipalFromContext(r.Context())
 		create := pauses.PausePlan
 		if resume {

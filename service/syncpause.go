@@ -51,6 +51,8 @@ type SyncPlanRequest struct {
 	PausePlanID    string     `json:"pause_plan_id,omitempty"`
 	ConversationID string     `json:"conversation_id"`
 	Visibility     Visibility `json:"visibility"`
+	// Lang is the card notes' language (Accept-Language: "en", else Korean).
+	Lang string `json:"-"`
 }
 
 // SyncPauses builds the Action Plans that stop an app's automated sync
@@ -87,7 +89,7 @@ func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appI
 		return Plan{}, err
 	}
 	steps := []syncStep{step}
-	parentID, note := s.parent(ctx, p, c, ns, name)
+	parentID, note := s.parent(ctx, p, c, ns, name, in.Lang)
 	pause.Note = note
 	if parentID != "" {
 		_, pns, pname, pautomated, err := s.application(ctx, p, clusterID, parentID)
@@ -98,7 +100,7 @@ func (s *SyncPauses) PausePlan(ctx context.Context, p Principal, clusterID, appI
 			}
 		}
 	}
-	if setStep, set, note := s.applicationSetStep(ctx, c, ns, name); set != "" {
+	if setStep, set, note := s.applicationSetStep(ctx, c, ns, name, in.Lang); set != "" {
 		pause.ApplicationSet = set
 		pause.Note = strings.TrimSpace(note + " " + pause.Note)
 		if setStep != nil {
@@ -181,7 +183,7 @@ func (s *SyncPauses) ResumePlan(ctx context.Context, p Principal, clusterID, app
 	record := map[string]string{"app": name, "namespace": ns, "pause_plan_id": pausePlan.ID}
 	if pause.ApplicationSetRule {
 		// Last: once the rule is gone the ApplicationSet owns the policy again.
-		step, note := s.removeRuleStep(ctx, c, ns, pause.ApplicationSet, name)
+		step, note := s.removeRuleStep(ctx, c, ns, pause.ApplicationSet, name, in.Lang)
 		if step != nil {
 			steps = append(steps, *step)
 		}

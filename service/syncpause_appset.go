@@ -17,7 +17,7 @@ import (
 // toggling auto-sync for applications managed by ApplicationSets". The
 // note says why; an ApplicationSet that cannot be read gives a warning
 // note and no step, never a silent pause.
-func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app string) (*syncStep, string, string) {
+func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app, lang string) (*syncStep, string, string) {
 	info, err := s.Objects.ReadObject(ctx, c, ResourceRef{Group: "argoproj.io", Kind: "Application", Namespace: ns, Name: app})
 	if err != nil || !info.Found {
 		return nil, "", ""
@@ -28,8 +28,7 @@ func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app 
 	}
 	setInfo, err := s.Objects.ReadObject(ctx, c, ResourceRef{Group: "argoproj.io", Kind: "ApplicationSet", Namespace: ns, Name: set})
 	if err != nil || !setInfo.Found {
-		return nil, set, "ApplicationSet " + set + " generates this app and cannot be read here, so Kukie cannot tell whether it will undo the pause: " +
-			"make sure its ignoreApplicationDifferences covers /spec/syncPolicy for " + app + "."
+		return nil, set, pauseText(lang, noteSetUnreadable, set, app)
 	}
 	if applicationSetIgnoresPolicy(setInfo.Object, app) {
 		return nil, set, ""
@@ -41,8 +40,7 @@ func (s *SyncPauses) applicationSetStep(ctx context.Context, c Cluster, ns, app 
 	}
 	patch, _ := json.Marshal([]any{op})
 	return &syncStep{namespace: ns, name: set, resource: "applicationsets.argoproj.io", kind: "json", patch: string(patch)}, set,
-		"ApplicationSet " + set + " rewrites this app's spec and would undo the pause, so the plan first adds an ignoreApplicationDifferences rule " +
-			"for the app's /spec/syncPolicy (the resume removes it)."
+		pauseText(lang, noteSetRule, set)
 }
 
 // ownerApplicationSet is the ApplicationSet an object's ownerReferences
@@ -99,11 +97,10 @@ func pauseRule(app string) map[string]any {
 // before removing it, so a list changed meanwhile fails the command
 // instead of losing another rule. nil when the rule is gone already; a
 // note when the ApplicationSet cannot be read.
-func (s *SyncPauses) removeRuleStep(ctx context.Context, c Cluster, ns, set, app string) (*syncStep, string) {
+func (s *SyncPauses) removeRuleStep(ctx context.Context, c Cluster, ns, set, app, lang string) (*syncStep, string) {
 	info, err := s.Objects.ReadObject(ctx, c, ResourceRef{Group: "argoproj.io", Kind: "ApplicationSet", Namespace: ns, Name: set})
 	if err != nil || !info.Found {
-		return nil, "ApplicationSet " + set + " cannot be read here: remove the ignoreApplicationDifferences rule the pause added for " +
-			app + " by hand, or its /spec/syncPolicy stays out of the template's reach."
+		return nil, pauseText(lang, noteSetRuleUnremoved, set, app)
 	}
 	rules, _ := LookupPointer(info.Object, []string{"spec", "ignoreApplicationDifferences"})
 	list, _ := rules.([]any)

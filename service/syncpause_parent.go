@@ -10,7 +10,7 @@ import (
 // card's note: why it is paused first and which other children stop
 // following Git meanwhile (the blast radius), or, for a parent whose
 // policy cannot be read here (another cluster's Argo CD), the warning.
-func (s *SyncPauses) parent(ctx context.Context, p Principal, c Cluster, ns, name string) (string, string) {
+func (s *SyncPauses) parent(ctx context.Context, p Principal, c Cluster, ns, name, lang string) (string, string) {
 	if s.Detector == nil {
 		return "", ""
 	}
@@ -29,15 +29,13 @@ func (s *SyncPauses) parent(ctx context.Context, p Principal, c Cluster, ns, nam
 			}
 		}
 		id := s.appID(ctx, p, c.ID, pns, r.Application)
-		note := "App " + r.Application + " manages this Application with self-heal and would put its sync policy back, so it is paused first. " +
-			"While it is paused, the specs of its other child apps stop following Git too"
+		note := pauseText(lang, noteParentFirst, r.Application)
 		if children := s.children(ctx, p, c.ID, id, name); len(children) > 0 {
 			note += ": " + strings.Join(children, ", ")
 		}
 		return id, note + "."
 	case LevelUnknown:
-		return "", "App " + r.Application + " manages this Application, but its sync policy cannot be read here (its Argo CD may run in another cluster): " +
-			"it may put this app's sync policy back."
+		return "", pauseText(lang, noteParentUnknown, r.Application)
 	}
 	return "", ""
 }

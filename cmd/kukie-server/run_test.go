@@ -147,9 +147,18 @@ func e2eToken(t *testing.T, roles ...string) string {
 
 func call(t *testing.T, method, u, tok, body string) (int, string) {
 	t.Helper()
+	return callWith(t, method, u, tok, body, nil)
+}
+
+// callWith is call with extra request headers.
+func callWith(t *testing.T, method, u, tok, body string, header http.Header) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,8 +111,8 @@ spec:
 	}
 	// An app an ApplicationSet generates, on a cluster that cannot show
 	// the ApplicationSet: the plan says so, never a silent pause.
-	status, body = call(t, "POST", s.public+"/v1/clusters/demo/argocd/applications/gen/pause-plan", agent,
-		`{"conversation_id":"c1","visibility":"shared"}`)
+	status, body = callWith(t, "POST", s.public+"/v1/clusters/demo/argocd/applications/gen/pause-plan", agent,
+		`{"conversation_id":"c1","visibility":"shared"}`, http.Header{"Accept-Language": {"en"}})
 	if status != 201 || !strings.Contains(body, `"applicationset":"gone-apps"`) || !strings.Contains(body, "cannot be read here") {
 		t.Errorf("ApplicationSet app: %d %s", status, body)
 	}
@@ -130,7 +131,7 @@ spec:
 	}
 	resumeRemovesTheRule(t, s.public, kubeconfig, body)
 	if pause.Parent == nil || pause.Parent.App != "root" || string(pause.Parent.Previous) != `{"prune":true,"selfHeal":true}` ||
-		string(pause.Previous) != `{"selfHeal":true}` || !strings.Contains(pause.Note, "self-heal") || !strings.HasSuffix(pause.Note, ": api.") {
+		string(pause.Previous) != `{"selfHeal":true}` || !strings.Contains(pause.Note, "self-heal로 관리하는 앱 root") || !strings.HasSuffix(pause.Note, ": api.") {
 		t.Errorf("argocd_pause = %+v (parent %+v)", pause, pause.Parent)
 	}
 }
