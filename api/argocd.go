@@ -56,11 +56,11 @@ func writeAppList(w http.ResponseWriter, list service.AppList) {
 		panic(err) // plain structs of strings and numbers: cannot fail
 	}
 	fetched, _ := list.Snapshot.FetchedAt.UTC().MarshalJSON()
-	apps := list.Snapshot.AppsJSON
+	apps := list.Snapshot.ListJSON()
 	if len(list.Destinations) > 0 {
 		// A hub's apps deploying to the team's other clusters name them:
 		// team data, so encoded per request.
-		if apps, err = json.Marshal(service.WithDestinations(list.Snapshot.Apps, list.Destinations)); err != nil {
+		if apps, err = json.Marshal(service.WithDestinations(list.Snapshot.Apps(), list.Destinations)); err != nil {
 			panic(err) // the snapshot's apps encoded once already
 		}
 	}

@@ -154,7 +154,7 @@ func (c *ClusterSecretCache) Get(ctx context.Context, cl Cluster) SecretsRead {
 // A hub whose apps all deploy in-cluster costs no lookup.
 func (s *ArgoCD) destinations(ctx context.Context, hub Cluster, snap *Snapshot) map[int]string {
 	remote := false
-	for _, a := range snap.Apps {
+	for _, a := range snap.Apps() {
 		remote = remote || DestinationServer(hub, a.Destination, nil) != NormalizeServer(hub.Endpoint)
 	}
 	if !remote {
@@ -177,7 +177,7 @@ func (s *ArgoCD) destinations(ctx context.Context, hub Cluster, snap *Snapshot) 
 	}
 	var secrets []ArgoCDClusterRef
 	out := map[int]string{}
-	for i, a := range snap.Apps {
+	for i, a := range snap.Apps() {
 		if NeedsSecrets(a.Destination) && secrets == nil && s.Secrets != nil {
 			secrets = s.Secrets.Get(ctx, hub).Refs
 			if secrets == nil {

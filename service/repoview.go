@@ -187,7 +187,7 @@ func (s *RepoView) Tree(ctx context.Context, p Principal, clusterID, ref, dir st
 				t.AppsUnavailable = ReasonClusterUnreachable
 			}
 		} else {
-			apps = snap.Apps
+			apps = snap.Apps()
 		}
 	}
 	dir = strings.Trim(dir, "/")

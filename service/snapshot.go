@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -36,7 +37,6 @@ type AppRead struct {
 // and shared by every caller of that team and cluster. It holds nothing
 // user-specific and nothing Kukie's own writes change.
 type Snapshot struct {
-	Apps []Application // problems first
 	// FetchedAt is when the read started: what the snapshot shows is at
 	// least this fresh. With shared snapshots it is the database's clock
 	// (replica clocks may disagree).
@@ -51,17 +51,17 @@ type Snapshot struct {
 	// Settings are the read's argocd-cm settings; kept also when the
 	// Applications could not be read, as the read found them.
 	Settings ArgoCDSettings
-	// AppsJSON is Apps encoded for the list response, so hits are not
-	// re-encoded; ContentHash identifies the apps' content (for ETags).
-	AppsJSON    json.RawMessage
+	// ContentHash identifies the apps' content (for ETags).
 	ContentHash string
-	byID        map[string]int
-	// listed maps each status.resources identity to the indexes (in Apps)
-	// of the apps listing it, each app once. It is built on the first
-	// Listing call: only detection needs it, and on a replica that serves
-	// many clusters it would be about a third of a snapshot's memory.
-	listedOnce sync.Once
-	listed     map[resourceIdentity][]int
+
+	// packed is the apps' one kept form (snapshot_packed.go); decoded is
+	// the decoded form while the snapshot is hot (nil when not), built
+	// under mu; hot is the cache's LRU of hot snapshots (nil: the decoded
+	// form stays).
+	packed  []byte
+	decoded atomic.Pointer[decodedApps]
+	mu      sync.Mutex
+	hot     *hotSnapshots
 }
 
 // resourceIdentity is an object as status.resources names it: the group is
@@ -76,14 +76,18 @@ type resourceIdentity struct{ group, kind, namespace, name string }
 // lists them there all the same (upstream reposerver/repository/
 // repository.go skips SetAppInstance for CRDs).
 func (s *Snapshot) Listing(group, kind, namespace, name string) []Application {
-	s.listedOnce.Do(func() { s.listed = indexListings(s.Apps) })
-	idx := s.listed[resourceIdentity{group, kind, namespace, name}]
+	if s.packed == nil {
+		return nil
+	}
+	d := s.apps()
+	d.listedOnce.Do(func() { d.listed = indexListings(d.apps) })
+	idx := d.listed[resourceIdentity{group, kind, namespace, name}]
 	if len(idx) == 0 {
 		return nil
 	}
 	apps := make([]Application, len(idx))
 	for i, j := range idx {
-		apps[i] = s.Apps[j]
+		apps[i] = d.apps[j]
 	}
 	return apps
 }
@@ -109,11 +113,15 @@ func indexListings(apps []Application) map[resourceIdentity][]int {
 
 // App returns the app with the given id.
 func (s *Snapshot) App(id string) (Application, bool) {
-	i, ok := s.byID[id]
+	if s.packed == nil {
+		return Application{}, false
+	}
+	d := s.apps()
+	i, ok := d.byID[id]
 	if !ok {
 		return Application{}, false
 	}
-	return s.Apps[i], true
+	return d.apps[i], true
 }
 
 func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
@@ -127,18 +135,19 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 	}
 	s.OnlyNamespace = read.OnlyNamespace
 	SortApplications(apps)
-	s.Apps = apps
 	s.Summary = Summarize(apps)
-	s.byID = make(map[string]int, len(apps))
-	for i, a := range apps {
-		s.byID[a.ID] = i
-	}
 	b, merr := json.Marshal(apps)
 	if merr != nil {
 		s.Err = WrapError(EINTERNAL, "encode applications", merr)
 		return s
 	}
-	s.AppsJSON = b
+	packed, perr := packApps(apps)
+	if perr != nil {
+		s.Err = WrapError(EINTERNAL, "pack applications", perr)
+		return s
+	}
+	s.packed = packed
+	s.decoded.Store(newDecoded(apps, b))
 	sum := sha256.Sum256(b)
 	s.ContentHash = hex.EncodeToString(sum[:12])
 	return s
@@ -162,11 +171,15 @@ type CacheObserver interface {
 // lease reads the cluster; the others wait for its write. The local LRU
 // stays in front, so a plain hit costs no database round trip.
 type SnapshotCache struct {
-	reader   ApplicationReader
-	now      func() time.Time
-	entries  *lru.Cache[string, *Snapshot]
-	flight   singleflight.Group
-	observer CacheObserver
+	reader  ApplicationReader
+	now     func() time.Time
+	entries *lru.Cache[string, *Snapshot]
+	hot     *hotSnapshots // the snapshots whose apps are kept decoded
+	// evictions counts snapshots that left entries: [0] for capacity,
+	// [1] for memory (MemoryGuard).
+	evictions [2]atomic.Uint64
+	flight    singleflight.Group
+	observer  CacheObserver
 
 	TTL          time.Duration // a good snapshot serves this long (10 s)
 	RefreshFloor time.Duration // a refresh reuses a snapshot younger than this (2 s)
@@ -214,7 +227,11 @@ func NewSnapshotCache(reader ApplicationReader, maxClusters int, now func() time
 	if err != nil {
 		return nil, err
 	}
-	c := &SnapshotCache{reader: reader, now: now, entries: entries, observer: observer, Owner: newOwnerID(),
+	hot, err := newHotSnapshots(DefaultHotSnapshots)
+	if err != nil {
+		return nil, err
+	}
+	c := &SnapshotCache{reader: reader, now: now, entries: entries, hot: hot, observer: observer, Owner: newOwnerID(),
 		TTL: SnapshotTTL, RefreshFloor: SnapshotRefreshFloor, FailureTTL: SnapshotFailureTTL,
 		NotInstalledTTL: SnapshotNotInstalledTTL, ReadTimeout: SnapshotReadTimeout, Poll: SnapshotPoll}
 	for _, o := range opts {
@@ -318,7 +335,7 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 		} else {
 			s = c.read(flightCtx, cl, refresh, time.Time{})
 		}
-		c.entries.Add(key, s)
+		c.store(key, s)
 		return s, nil
 	})
 	select {
@@ -326,6 +343,13 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 		return res.Val.(*Snapshot)
 	case <-ctx.Done():
 		return &Snapshot{FetchedAt: c.now(), Err: ctx.Err()}
+	}
+}
+
+// store keeps s as the cluster's snapshot, counting a capacity eviction.
+func (c *SnapshotCache) store(key string, s *Snapshot) {
+	if c.entries.Add(key, s) {
+		c.evictions[0].Add(1)
 	}
 }
 
@@ -350,7 +374,17 @@ func (c *SnapshotCache) read(ctx context.Context, cl Cluster, refresh bool, shar
 	}
 	s := newSnapshot(read, err, at)
 	s.localAt = started
+	c.keepHot(s)
 	return s
+}
+
+// keepHot makes a new snapshot one of the cache's hot ones: the first
+// caller serves it decoded; it is packed only once it falls out.
+func (c *SnapshotCache) keepHot(s *Snapshot) {
+	s.hot = c.hot
+	if s.decoded.Load() != nil {
+		s.touch()
+	}
 }
 
 // ContentETag returns a weak ETag for a snapshot's apps joined with extra

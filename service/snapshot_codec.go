@@ -37,7 +37,7 @@ type snapshotFailure struct {
 // (which covers the schema version too, so a new version is never taken
 // for unchanged content).
 func EncodeSnapshot(s *Snapshot) (encoding []byte, hash string, err error) {
-	rec := snapshotRecord{Apps: s.Apps, OnlyNamespace: s.OnlyNamespace, Settings: s.Settings}
+	rec := snapshotRecord{Apps: s.Apps(), OnlyNamespace: s.OnlyNamespace, Settings: s.Settings}
 	if s.Err != nil {
 		// Only the classified failure crosses replicas; the wrapped
 		// client error (with addresses) stays in the reading replica's log.

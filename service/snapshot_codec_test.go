@@ -64,11 +64,22 @@ func TestSnapshotCodecRoundTrip(t *testing.T) {
 		t.Fatalf("decode: %v, failure %v", err, failure)
 	}
 	got := newSnapshot(read, nil, at)
-	if diff := cmp.Diff(orig.Apps, got.Apps); diff != "" {
+	if diff := cmp.Diff(orig.Apps(), got.Apps()); diff != "" {
 		t.Errorf("apps after the round trip (-want +got):\n%s", diff)
 	}
-	if !bytes.Equal(orig.AppsJSON, got.AppsJSON) || orig.ContentHash != got.ContentHash {
-		t.Errorf("list bytes differ after the round trip:\n%s\n%s", orig.AppsJSON, got.AppsJSON)
+	if !bytes.Equal(orig.ListJSON(), got.ListJSON()) || orig.ContentHash != got.ContentHash {
+		t.Errorf("list bytes differ after the round trip:\n%s\n%s", orig.ListJSON(), got.ListJSON())
+	}
+	// A snapshot that is no longer hot keeps only its packed apps: decoded
+	// again, they and the list bytes are what they were.
+	cold := newSnapshot(AppRead{Apps: []Application{fullApp(), empty}, OnlyNamespace: "argocd", Settings: settings}, nil, at)
+	cold.decoded.Store(nil)
+	if diff := cmp.Diff(orig.Apps(), cold.Apps()); diff != "" {
+		t.Errorf("apps after unpacking (-want +got):\n%s", diff)
+	}
+	cold.decoded.Store(nil)
+	if !bytes.Equal(orig.ListJSON(), cold.ListJSON()) {
+		t.Errorf("list bytes differ after unpacking:\n%s\n%s", orig.ListJSON(), cold.ListJSON())
 	}
 	if diff := cmp.Diff(orig.Settings, got.Settings); diff != "" || got.OnlyNamespace != "argocd" {
 		t.Errorf("settings (-want +got):\n%s (only namespace %q)", diff, got.OnlyNamespace)

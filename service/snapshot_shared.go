@@ -123,6 +123,7 @@ func (c *SnapshotCache) adopt(row SharedSnapshot) (*Snapshot, error) {
 	}
 	s := newSnapshot(read, failure, row.FetchedAt)
 	s.localAt = c.now().Add(-row.Age)
+	c.keepHot(s)
 	return s, nil
 }
 
@@ -280,7 +281,7 @@ func (c *SnapshotCache) Warm(ctx context.Context, cl Cluster) (*Snapshot, bool) 
 	if err != nil {
 		return nil, false
 	}
-	c.entries.Add(cl.Key(), s)
+	c.store(cl.Key(), s)
 	c.event("shared_hit")
 	return s, true
 }

@@ -213,7 +213,7 @@ func TestCacheCancelledCallerDoesNotFailOthers(t *testing.T) {
 		t.Errorf("cancelled caller got %v", s.Err)
 	}
 	close(r.gate)
-	if s := <-other; s.Err != nil || len(s.Apps) != 1 {
+	if s := <-other; s.Err != nil || len(s.Apps()) != 1 {
 		t.Errorf("the other caller got %+v", s)
 	}
 }
@@ -223,7 +223,7 @@ func TestCacheKeysByTeamAndBound(t *testing.T) {
 	c, _ := newTestCache(t, r, 2)
 	a := c.Get(context.Background(), Cluster{TeamID: "t1", ID: "shared"}, false)
 	b := c.Get(context.Background(), Cluster{TeamID: "t2", ID: "shared"}, false)
-	if r.reads.Load() != 2 || a == b || a.Apps[0].Name != "t1" || b.Apps[0].Name != "t2" {
+	if r.reads.Load() != 2 || a == b || a.Apps()[0].Name != "t1" || b.Apps()[0].Name != "t2" {
 		t.Fatalf("two teams on one cluster id shared a snapshot (reads %d)", r.reads.Load())
 	}
 	c.Get(context.Background(), Cluster{TeamID: "t3", ID: "x"}, false) // evicts t1's

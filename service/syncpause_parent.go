@@ -44,7 +44,7 @@ func (s *SyncPauses) parent(ctx context.Context, p Principal, c Cluster, ns, nam
 // when it is not found there).
 func (s *SyncPauses) appID(ctx context.Context, p Principal, clusterID, ns, name string) string {
 	if _, snap, err := s.ArgoCD.snapshot(ctx, p, clusterID, false); err == nil {
-		for _, a := range snap.Apps {
+		for _, a := range snap.Apps() {
 			if a.Namespace == ns && a.Name == name {
 				return a.ID
 			}

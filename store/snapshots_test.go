@@ -146,8 +146,8 @@ func TestSharedSnapshotsReadOncePerWindow(t *testing.T) {
 		t.Fatalf("%d reads by two replicas at once, want 1", n)
 	}
 	for i, s := range snaps {
-		if s.Err != nil || len(s.Apps) != 3 || s.ContentHash != snaps[0].ContentHash || !s.FetchedAt.Equal(snaps[0].FetchedAt) {
-			t.Fatalf("snapshot %d: err %v, %d apps, hash %s at %v; want replica 0's %s at %v", i, s.Err, len(s.Apps),
+		if s.Err != nil || len(s.Apps()) != 3 || s.ContentHash != snaps[0].ContentHash || !s.FetchedAt.Equal(snaps[0].FetchedAt) {
+			t.Fatalf("snapshot %d: err %v, %d apps, hash %s at %v; want replica 0's %s at %v", i, s.Err, len(s.Apps()),
 				s.ContentHash, s.FetchedAt, snaps[0].ContentHash, snaps[0].FetchedAt)
 		}
 	}
@@ -172,19 +172,19 @@ func TestSharedSnapshotsReadOncePerWindow(t *testing.T) {
 	r.set(func(r *appsReader) { r.apps, r.gate = 5, nil })
 	a.cache.RefreshFloor = 0
 	fromA := a.cache.Get(ctx, cl, true)
-	if r.reads.Load() != 2 || len(fromA.Apps) != 5 {
-		t.Fatalf("refresh on A: %d reads, %d apps", r.reads.Load(), len(fromA.Apps))
+	if r.reads.Load() != 2 || len(fromA.Apps()) != 5 {
+		t.Fatalf("refresh on A: %d reads, %d apps", r.reads.Load(), len(fromA.Apps()))
 	}
-	if s := b.cache.Get(ctx, cl, true); len(s.Apps) != 5 || !s.FetchedAt.Equal(fromA.FetchedAt) {
-		t.Fatalf("refresh on B after A's: %d apps at %v, want A's 5 at %v", len(s.Apps), s.FetchedAt, fromA.FetchedAt)
+	if s := b.cache.Get(ctx, cl, true); len(s.Apps()) != 5 || !s.FetchedAt.Equal(fromA.FetchedAt) {
+		t.Fatalf("refresh on B after A's: %d apps at %v, want A's 5 at %v", len(s.Apps()), s.FetchedAt, fromA.FetchedAt)
 	}
 	if r.reads.Load() != 2 {
 		t.Fatalf("B read again (%d reads) instead of taking A's refresh", r.reads.Load())
 	}
 	// A plain request on B: its older local copy was dropped on A's
 	// notification (or is replaced through the refresh above).
-	if s := b.cache.Get(ctx, cl, false); len(s.Apps) != 5 {
-		t.Fatalf("B served %d apps after A's refresh", len(s.Apps))
+	if s := b.cache.Get(ctx, cl, false); len(s.Apps()) != 5 {
+		t.Fatalf("B served %d apps after A's refresh", len(s.Apps()))
 	}
 }
 
@@ -201,8 +201,8 @@ func TestSharedSnapshotsNotificationDropsOlderLocalCopy(t *testing.T) {
 	a.cache.RefreshFloor = 0
 	a.cache.Get(ctx, cl, true) // A refreshes: 2 apps, notifies
 	testclock.WaitFor(t, "B to drop its older copy on the notification", func() bool { _, ok := b.cache.Peek(cl); return !ok })
-	if s := b.cache.Get(ctx, cl, false); len(s.Apps) != 2 || r.reads.Load() != 2 {
-		t.Fatalf("B: %d apps, %d reads; want A's 2 apps and no third read", len(s.Apps), r.reads.Load())
+	if s := b.cache.Get(ctx, cl, false); len(s.Apps()) != 2 || r.reads.Load() != 2 {
+		t.Fatalf("B: %d apps, %d reads; want A's 2 apps and no third read", len(s.Apps()), r.reads.Load())
 	}
 }
 
@@ -216,8 +216,8 @@ func TestSharedSnapshotsDeadLeaseAndOtherVersions(t *testing.T) {
 	ctx := context.Background()
 	pgtest.MustExec(t, url, `INSERT INTO cluster_snapshots (team_id, cluster_id, schema_version, lease_owner, lease_until)
 		VALUES ('t1', 'c1', 1, 'dead-replica', now() + interval '300 milliseconds')`)
-	if s := a.cache.Get(ctx, cl, false); s.Err != nil || len(s.Apps) != 2 || r.reads.Load() != 1 {
-		t.Fatalf("after a dead lease: err %v, %d apps, %d reads", s.Err, len(s.Apps), r.reads.Load())
+	if s := a.cache.Get(ctx, cl, false); s.Err != nil || len(s.Apps()) != 2 || r.reads.Load() != 1 {
+		t.Fatalf("after a dead lease: err %v, %d apps, %d reads", s.Err, len(s.Apps()), r.reads.Load())
 	}
 
 	// An unchanged read leaves the encoding as stored: mark it, read again.
@@ -236,8 +236,8 @@ func TestSharedSnapshotsDeadLeaseAndOtherVersions(t *testing.T) {
 	// A row of another encoding version is never decoded: read again.
 	pgtest.MustExec(t, url, `UPDATE cluster_snapshots SET schema_version = 0`)
 	c := newReplica(t, url, r)
-	if s := c.cache.Get(ctx, cl, false); s.Err != nil || len(s.Apps) != 2 || r.reads.Load() != 3 {
-		t.Fatalf("after another version's row: err %v, %d apps, %d reads; want a third read", s.Err, len(s.Apps), r.reads.Load())
+	if s := c.cache.Get(ctx, cl, false); s.Err != nil || len(s.Apps()) != 2 || r.reads.Load() != 3 {
+		t.Fatalf("after another version's row: err %v, %d apps, %d reads; want a third read", s.Err, len(s.Apps()), r.reads.Load())
 	}
 	var version int
 	if pgtest.MustQueryRow(t, url, `SELECT schema_version FROM cluster_snapshots`, &version); version != service.SnapshotSchemaVersion {

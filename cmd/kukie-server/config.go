@@ -43,8 +43,11 @@ type config struct {
 	// the AWS routes off (aws_unavailable).
 	AWSRegion        string
 	CacheMaxClusters int
-	ClusterTimeout   time.Duration
-	DetectionBudget  time.Duration
+	// MemoryLimit is KUKIE_MEMORY_LIMIT (0: unset): the replica's Go memory
+	// limit when GOMEMLIMIT is not set (goMemoryLimit).
+	MemoryLimit     int64
+	ClusterTimeout  time.Duration
+	DetectionBudget time.Duration
 	// ClusterQPS and ClusterBurst are the client-side rate limit of each
 	// cluster's client (kube.ReaderOptions).
 	ClusterQPS    float64
@@ -239,6 +242,7 @@ func (c config) LogValue() slog.Value {
 		slog.String("static_clusters_file", c.StaticClustersFile),
 		slog.String("aws_region", c.AWSRegion),
 		slog.Int("cache_max_clusters", c.CacheMaxClusters),
+		slog.Int64("memory_limit", c.MemoryLimit),
 		slog.String("cluster_timeout", c.ClusterTimeout.String()),
 		slog.String("detection_budget", c.DetectionBudget.String()),
 		slog.Float64("cluster_qps", c.ClusterQPS),

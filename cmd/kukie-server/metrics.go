@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kukie/gitops-server/service"
 	"github.com/kukie/gitops-server/store"
 )
 
@@ -42,6 +43,19 @@ func (m *clusterMetrics) CacheEvent(event string) { m.cache.WithLabelValues(even
 func (m *clusterMetrics) ObserveList(outcome string, d time.Duration) {
 	m.lists.WithLabelValues(outcome).Inc()
 	m.duration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// registerSnapshotCacheMetrics exports the local snapshot cache's size and
+// evictions by reason (capacity: KUKIE_CACHE_MAX_CLUSTERS; memory: the
+// memory guard).
+func registerSnapshotCacheMetrics(reg prometheus.Registerer, cache *service.SnapshotCache) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kukie_snapshot_cache_entries",
+		Help: "Clusters whose Argo CD snapshot this replica caches."}, func() float64 { return float64(cache.Entries()) }))
+	for _, reason := range []string{service.EvictCapacity, service.EvictMemory} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kukie_snapshot_cache_evictions_total",
+			Help:        "Snapshots that left this replica's cache before their time, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 { return float64(cache.Evictions(reason)) }))
+	}
 }
 
 // registerPoolMetrics exports the database pool's state.

@@ -6,6 +6,7 @@ import (
 	"io"
 	stdlog "log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -112,7 +113,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	log := newLogger(stdout, cfg.LogLevel)
 	klog.SetSlogLogger(log.With("component", "client-go")) // client-go's own messages as JSON too
 	log.Info("starting", "version", version, "config", cfg)
-	renderLimits, err := memoryLimits(cfg, log)
+	renderLimits, memLimit, err := memoryLimits(cfg, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -140,6 +141,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	defer stopReading()
+	if memLimit < math.MaxInt64 {
+		guard := &service.MemoryGuard{Cache: reading.snapshots, Limit: memLimit, Log: log.With("component", "memguard")}
+		go guard.Run(ctx, time.Second)
+	}
 	work, err := newWork(ctx, cfg, db, awsParts, obs, log)
 	if err != nil {
 		return err

@@ -33,21 +33,34 @@ import (
 // its part whole: no dependency is assigned after construction, but for
 // the one cycle of the job queue (newWork).
 
-// memoryLimits sets the Go memory limit from the container's (90% of its
-// cgroup limit; GOMEMLIMIT, when set, wins), so the garbage collector keeps
-// the heap under the pod's limit instead of the kernel killing it, and
-// gives each render child its share of what the container leaves beside it.
-func memoryLimits(cfg config, log *slog.Logger) (render.Limits, error) {
-	if limit, err := memlimit.SetGoMemLimitWithOpts(memlimit.WithLogger(log.With("component", "memlimit"))); err == nil {
-		log.Info("Go memory limit set from the container", "bytes", limit)
-	}
-	limits, err := renderChildLimits(cfg, memlimit.FromCgroup, debug.SetMemoryLimit(-1))
+// memoryLimits sets the replica's Go memory limit (goMemoryLimit:
+// GOMEMLIMIT, else KUKIE_MEMORY_LIMIT, else 90% of the container's less
+// the render children's budget), so the garbage collector keeps the heap
+// under the pod's limit instead of the kernel killing it, and gives each
+// render child its share of what the container leaves beside it. It
+// returns the limit (math.MaxInt64: none) for the snapshot cache's memory
+// guard.
+func memoryLimits(cfg config, getenv func(string) string, log *slog.Logger) (render.Limits, int64, error) {
+	container, err := memlimit.FromCgroup()
 	if err != nil {
-		return limits, err
+		container = 0
+	}
+	limit, source, err := goMemoryLimit(getenv("GOMEMLIMIT") != "", debug.SetMemoryLimit(-1), cfg.MemoryLimit, container,
+		cfg.RenderConcurrency)
+	if err != nil {
+		return render.Limits{}, 0, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if source == limitFromKukie || source == limitFromContainer {
+		debug.SetMemoryLimit(limit)
+	}
+	log.Info("Go memory limit", "bytes", limit, "from", source, "container_bytes", container)
+	limits, err := renderChildLimits(cfg, func() (uint64, error) { return container, nil }, limit)
+	if err != nil {
+		return limits, 0, err
 	}
 	log.Info("render limits", "concurrency", cfg.RenderConcurrency, "queue_timeout", cfg.RenderQueueTimeout.String(),
 		"child_memory_bytes", limits.MaxMemoryBytes)
-	return limits, nil
+	return limits, limit, nil
 }
 
 // openDatabase opens the pool (the server starts not ready while the
@@ -162,6 +175,7 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	if err != nil {
 		return clusterReading{}, nil, err
 	}
+	registerSnapshotCacheMetrics(obs.reg, snapshots)
 	reviews, err := service.NewAccessReviews(db, reader, cfg.CacheMaxClusters, time.Now)
 	if err != nil {
 		return clusterReading{}, nil, err

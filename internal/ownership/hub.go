@@ -110,7 +110,7 @@ func (h *hubs) candidates(ctx context.Context) []*hub {
 // another cluster than its own.
 func deploysElsewhere(c service.Cluster, s *service.Snapshot) bool {
 	own := service.NormalizeServer(c.Endpoint)
-	for _, a := range s.Apps {
+	for _, a := range s.Apps() {
 		if service.DestinationServer(c, a.Destination, nil) != own {
 			return true
 		}

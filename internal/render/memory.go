@@ -39,7 +39,7 @@ func ChildMemoryLimit(containerLimit uint64, goMemLimit int64, concurrency int) 
 	share := left / int64(concurrency)
 	if share < MinChildMemoryBytes {
 		return 0, fmt.Errorf("KUKIE_RENDER_CONCURRENCY=%d with GOMEMLIMIT=%s leaves each render child %s of the container's "+
-			"memory limit of %s, below the minimum of %s: lower GOMEMLIMIT (or AUTOMEMLIMIT) or KUKIE_RENDER_CONCURRENCY, "+
+			"memory limit of %s, below the minimum of %s: lower GOMEMLIMIT (or KUKIE_MEMORY_LIMIT) or KUKIE_RENDER_CONCURRENCY, "+
 			"or raise the container's memory limit", concurrency, mib(goMemLimit), mib(share), mib(int64(containerLimit)),
 			mib(MinChildMemoryBytes))
 	}
