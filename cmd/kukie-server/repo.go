@@ -62,10 +62,7 @@ func newRepoParts(cfg config, db *store.DB, log *slog.Logger) (repoParts, error)
 // sandbox KUKIE_RENDER_SANDBOX finds at start.
 func newRepoView(ctx context.Context, cfg config, db *store.DB, argo *service.ArgoCD, versions service.ClusterVersions,
 	limits render.Limits, parts repoParts, reg prometheus.Registerer, log *slog.Logger) (*service.RepoView, error) {
-	masker, err := mask.New()
-	if err != nil {
-		return nil, err
-	}
+	masker := mask.Lazy() // built on first use; fails closed
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the server's own binary for renders: %w", err)

@@ -186,11 +186,10 @@ func newClusterReading(ctx context.Context, cfg config, db *store.DB, a awsParts
 	}
 	listenCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go shared.Listen(listenCtx, snapshots.Invalidate)
-	masker, err := mask.New() // which changed fields' values may be shown; planned values it would mask are dropped
-	if err != nil {
-		stop()
-		return clusterReading{}, nil, err
-	}
+	// Which changed fields' values may be shown; planned values it would
+	// mask are dropped. Built on first use (gitleaks' rules are ~13 MiB an
+	// idle replica need not hold); a build that fails masks everything.
+	masker := mask.Lazy()
 	locator := &gitpreview.Locator{Fetcher: repos, Masker: masker, Observe: newPreviewMetrics(obs.reg)}
 	reviews.Observe = newAccessReviewMetrics(obs.reg)
 	detector := &ownership.Detector{Objects: reader, Snapshots: snapshots, Budget: cfg.DetectionBudget, Now: time.Now,

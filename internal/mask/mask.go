@@ -32,9 +32,11 @@ type Result struct {
 }
 
 // Masker masks secrets in files and rendered manifests. It is safe for
-// concurrent use; build one at start-up with New and share it.
+// concurrent use; build one at start-up with New (or Lazy) and share it.
 type Masker struct {
 	*scanner
+	// load builds the scanner of a lazy masker (scanner nil) on first use.
+	load func() (*scanner, error)
 }
 
 // scanner is gitleaks' detector and a trie of its rules' keywords.
@@ -75,12 +77,37 @@ func New() (*Masker, error) {
 	return &Masker{scanner: s}, nil
 }
 
+// Lazy returns a Masker that builds gitleaks' detector on its first use,
+// so an idle server does not hold it (its keyword trie alone is ~13 MiB).
+// When the build fails, every masking fails closed: the content is the
+// marker alone, and every judged value counts as masked.
+func Lazy() *Masker { return &Masker{load: gitleaksScanner} }
+
+// loaded is the masker with its scanner, or false when it cannot be built.
+func (m *Masker) loaded() (*Masker, bool) {
+	if m.scanner != nil {
+		return m, true
+	}
+	s, err := m.load()
+	if err != nil || s == nil {
+		return nil, false
+	}
+	return &Masker{scanner: s}, true
+}
+
+// closed is what masking answers when the masker cannot be built.
+func closed() Result { return Result{Content: []byte(Marker + "\n"), Masked: 1} }
+
 // File masks a repository file. path chooses the format: YAML files are masked
 // structurally document by document (a document that does not parse, and a
 // template holding {{ }}, by the YAML-aware line scanner), JSON files
 // structurally (by the scanner when they do not parse), and every other file
 // by the scanner.
 func (m *Masker) File(filePath string, content []byte) Result {
+	m, ok := m.loaded()
+	if !ok {
+		return closed()
+	}
 	switch strings.ToLower(path.Ext(filePath)) {
 	case ".yaml", ".yml":
 		return m.mask(content, formatYAML)
@@ -97,6 +124,10 @@ func (m *Masker) File(filePath string, content []byte) Result {
 // document, and a document that does not parse is masked whole (its values
 // replaced, its keys kept) without changing how the others are masked.
 func (m *Masker) Manifests(yaml []byte) Result {
+	m, ok := m.loaded()
+	if !ok {
+		return closed()
+	}
 	return m.mask(yaml, formatManifests)
 }
 
