@@ -18,9 +18,9 @@ const (
 // and while hot its decoded form (structs and list JSON, measured at about
 // four times the list JSON).
 func (s *Snapshot) approxBytes() int64 {
-	n := int64(len(s.packed)) + 1024
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := int64(len(s.packed)) + 1024
 	if d := s.decoded.Load(); d != nil {
 		n += 4 * int64(len(d.list))
 		if d.list == nil {
@@ -41,8 +41,7 @@ func (c *SnapshotCache) EvictForMemory(need int64) int {
 		if !ok {
 			break
 		}
-		need -= s.approxBytes()
-		c.hot.lru.Remove(s)
+		need -= s.approxBytes() // retired by the removal: garbage once its readers are done
 		n++
 	}
 	c.evictions[1].Add(uint64(n))

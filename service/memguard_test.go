@@ -69,6 +69,7 @@ func TestHotSnapshotsBound(t *testing.T) {
 	}
 	decoded := 0
 	for _, s := range cache.entries.Values() {
+		s.pack() // as the background packing does
 		if s.decoded.Load() != nil {
 			decoded++
 		}

@@ -54,10 +54,14 @@ type Snapshot struct {
 	// ContentHash identifies the apps' content (for ETags).
 	ContentHash string
 
-	// packed is the apps' one kept form (snapshot_packed.go); decoded is
-	// the decoded form while the snapshot is hot (nil when not), built
-	// under mu; hot is the cache's LRU of hot snapshots (nil: the decoded
-	// form stays).
+	// hasApps is set when the read gave apps (no failure). packed is the
+	// apps' one kept form (snapshot_packed.go), made after the snapshot is
+	// first served; decoded is the decoded form while the snapshot is hot
+	// or not yet packed (nil otherwise), built under mu; hot is the
+	// cache's LRU of hot snapshots (nil: the decoded form stays).
+	hasApps bool
+	retired atomic.Bool // left the cache (replaced or evicted)
+	packing bool        // a pack runs (under mu)
 	packed  []byte
 	decoded atomic.Pointer[decodedApps]
 	mu      sync.Mutex
@@ -76,7 +80,7 @@ type resourceIdentity struct{ group, kind, namespace, name string }
 // lists them there all the same (upstream reposerver/repository/
 // repository.go skips SetAppInstance for CRDs).
 func (s *Snapshot) Listing(group, kind, namespace, name string) []Application {
-	if s.packed == nil {
+	if !s.hasApps {
 		return nil
 	}
 	d := s.apps()
@@ -113,7 +117,7 @@ func indexListings(apps []Application) map[resourceIdentity][]int {
 
 // App returns the app with the given id.
 func (s *Snapshot) App(id string) (Application, bool) {
-	if s.packed == nil {
+	if !s.hasApps {
 		return Application{}, false
 	}
 	d := s.apps()
@@ -141,12 +145,7 @@ func newSnapshot(read AppRead, err error, at time.Time) *Snapshot {
 		s.Err = WrapError(EINTERNAL, "encode applications", merr)
 		return s
 	}
-	packed, perr := packApps(apps)
-	if perr != nil {
-		s.Err = WrapError(EINTERNAL, "pack applications", perr)
-		return s
-	}
-	s.packed = packed
+	s.hasApps = true
 	s.decoded.Store(newDecoded(apps, b))
 	sum := sha256.Sum256(b)
 	s.ContentHash = hex.EncodeToString(sum[:12])
@@ -223,11 +222,13 @@ const (
 // NewSnapshotCache returns a cache of at most maxClusters snapshots.
 func NewSnapshotCache(reader ApplicationReader, maxClusters int, now func() time.Time, observer CacheObserver,
 	opts ...SnapshotOption) (*SnapshotCache, error) {
-	entries, err := lru.New[string, *Snapshot](maxClusters)
+	hot, err := newHotSnapshots(DefaultHotSnapshots)
 	if err != nil {
 		return nil, err
 	}
-	hot, err := newHotSnapshots(DefaultHotSnapshots)
+	// A snapshot that leaves the cache is retired: out of the hot ones,
+	// never packed, garbage once its last reader is done.
+	entries, err := lru.NewWithEvict(maxClusters, func(_ string, s *Snapshot) { hot.retire(s) })
 	if err != nil {
 		return nil, err
 	}
@@ -348,8 +349,12 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 
 // store keeps s as the cluster's snapshot, counting a capacity eviction.
 func (c *SnapshotCache) store(key string, s *Snapshot) {
+	old, replaced := c.entries.Peek(key)
 	if c.entries.Add(key, s) {
 		c.evictions[0].Add(1)
+	}
+	if replaced && old != s {
+		c.hot.retire(old)
 	}
 }
 
@@ -378,11 +383,12 @@ func (c *SnapshotCache) read(ctx context.Context, cl Cluster, refresh bool, shar
 	return s
 }
 
-// keepHot makes a new snapshot one of the cache's hot ones: the first
-// caller serves it decoded; it is packed only once it falls out.
+// keepHot makes a new snapshot one of the cache's hot ones: it is served
+// decoded, and packed only if it falls out of the hot ones while still
+// the cluster's snapshot (off every request's path).
 func (c *SnapshotCache) keepHot(s *Snapshot) {
 	s.hot = c.hot
-	if s.decoded.Load() != nil {
+	if s.hasApps {
 		s.touch()
 	}
 }

@@ -73,6 +73,7 @@ func TestSnapshotCodecRoundTrip(t *testing.T) {
 	// A snapshot that is no longer hot keeps only its packed apps: decoded
 	// again, they and the list bytes are what they were.
 	cold := newSnapshot(AppRead{Apps: []Application{fullApp(), empty}, OnlyNamespace: "argocd", Settings: settings}, nil, at)
+	cold.pack()
 	cold.decoded.Store(nil)
 	if diff := cmp.Diff(orig.Apps(), cold.Apps()); diff != "" {
 		t.Errorf("apps after unpacking (-want +got):\n%s", diff)

@@ -55,7 +55,7 @@ type hotSnapshots struct {
 const DefaultHotSnapshots = 64
 
 func newHotSnapshots(size int) (*hotSnapshots, error) {
-	c, err := lru.NewWithEvict(size, func(s *Snapshot, _ struct{}) { s.decoded.Store(nil) })
+	c, err := lru.NewWithEvict(size, func(s *Snapshot, _ struct{}) { s.cool() })
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +95,68 @@ func unpackApps(packed []byte) ([]Application, error) {
 	return apps, nil
 }
 
-// apps returns the decoded form, decoding the packed one when the
-// snapshot is not hot. A packed form that does not decode (it was encoded
-// by this process: it cannot happen) yields no apps.
-func (s *Snapshot) apps() *decodedApps {
-	if d := s.decoded.Load(); d != nil {
-		s.touch()
-		return d
+// pack makes the packed form from the decoded one, then drops the decoded
+// form if the snapshot is still out of the hot ones. A pack that fails (it
+// cannot: gob encodes these structs) leaves the decoded form in place.
+func (s *Snapshot) pack() {
+	d := s.decoded.Load()
+	if d == nil {
+		return
 	}
+	packed, err := packApps(d.apps)
+	s.mu.Lock()
+	s.packing = false
+	if err == nil {
+		s.packed = packed
+	}
+	s.mu.Unlock()
+	if err == nil && (s.hot == nil || !s.hot.lru.Contains(s)) {
+		s.cool()
+	}
+}
+
+// cool is what happens to a snapshot that left the hot ones: a retired
+// one keeps its decoded form for the readers still holding it (then it is
+// garbage); a packed one drops it; another is packed in the background,
+// then drops it.
+func (s *Snapshot) cool() {
+	if s.retired.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.packed != nil {
+		s.decoded.Store(nil)
+		return
+	}
+	if !s.packing {
+		s.packing = true
+		go s.pack()
+	}
+}
+
+// retire takes a snapshot that left the cache out of the hot ones.
+func (h *hotSnapshots) retire(s *Snapshot) {
+	s.retired.Store(true)
+	h.lru.Remove(s)
+}
+
+// apps returns the decoded form, decoding the packed one when the
+// snapshot is not hot, and marks the snapshot recently used (never under
+// mu: touching may cool another snapshot, which takes that one's mu).
+func (s *Snapshot) apps() *decodedApps {
+	d := s.decoded.Load()
+	if d == nil {
+		d = s.decode()
+	}
+	s.touch()
+	return d
+}
+
+// decode unpacks the apps once for concurrent callers. A packed form that
+// does not decode (this process encoded it: it cannot happen) yields no
+// apps.
+func (s *Snapshot) decode() *decodedApps {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d := s.decoded.Load(); d != nil {
@@ -114,13 +168,12 @@ func (s *Snapshot) apps() *decodedApps {
 	}
 	d := newDecoded(apps, nil)
 	s.decoded.Store(d)
-	s.touch()
 	return d
 }
 
 // touch marks the snapshot recently used among the hot ones.
 func (s *Snapshot) touch() {
-	if s.hot != nil {
+	if s.hot != nil && !s.retired.Load() {
 		s.hot.lru.Add(s, struct{}{})
 	}
 }
@@ -128,7 +181,7 @@ func (s *Snapshot) touch() {
 // Apps returns the snapshot's apps, problems first. They are shared by
 // every caller: read them, never change them.
 func (s *Snapshot) Apps() []Application {
-	if s.packed == nil {
+	if !s.hasApps {
 		return []Application{}
 	}
 	return s.apps().apps
@@ -137,7 +190,7 @@ func (s *Snapshot) Apps() []Application {
 // ListJSON returns the apps encoded for the list response (the bytes a
 // cache hit writes), encoding them again when the snapshot was not hot.
 func (s *Snapshot) ListJSON() []byte {
-	if s.packed == nil {
+	if !s.hasApps {
 		return []byte("[]")
 	}
 	d := s.apps()
@@ -152,6 +205,3 @@ func (s *Snapshot) ListJSON() []byte {
 	}
 	return d.list
 }
-
-// PackedBytes is the size of the snapshot's packed apps.
-func (s *Snapshot) PackedBytes() int { return len(s.packed) }

@@ -119,6 +119,10 @@ func memoryPhase(o scaleOptions, sb *sandbox) ([]row, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	cache, err := cacheState(srv)
+	if err != nil {
+		return nil, "", err
+	}
 	perApp := float64(afterList-idle) / float64(o.memClusters*sb.apps)
 	rows := []row{
 		{fmt.Sprintf("RSS idle (%d static clusters registered, none read)", o.memClusters),
@@ -132,8 +136,36 @@ func memoryPhase(o scaleOptions, sb *sandbox) ([]row, string, error) {
 			strings.Join(reads, ", "), pct(sidebar, 50), pct(sidebar, 100)),
 			fmt.Sprintf("**%s**, peak (VmHWM) %s (live heap after a GC: %s)", mib(afterRounds), mib(peak), mib(int64(liveAfterRounds))),
 			"603 MB; target ≤ 200 MB"},
+		{"Snapshots cached at the end; evicted for capacity, for memory (`KUKIE_MEMORY_LIMIT` " + memoryLimitSetting() + ")",
+			cache, "all cached"},
 	}
 	return rows, heap, nil
+}
+
+// cacheState is the server's snapshot cache: entries and evictions by reason.
+func cacheState(srv *serverProc) (string, error) {
+	var v [3]float64
+	for i, q := range []struct{ name, label string }{{"kukie_snapshot_cache_entries", ""},
+		{"kukie_snapshot_cache_evictions_total", `reason="capacity"`}, {"kukie_snapshot_cache_evictions_total", `reason="memory"`}} {
+		var labels []string
+		if q.label != "" {
+			labels = append(labels, q.label)
+		}
+		n, err := srv.metric(q.name, labels...)
+		if err != nil {
+			return "", err
+		}
+		v[i] = n
+	}
+	return fmt.Sprintf("%.0f; %.0f, %.0f", v[0], v[1], v[2]), nil
+}
+
+// memoryLimitSetting is KUKIE_MEMORY_LIMIT as the server inherits it.
+func memoryLimitSetting() string {
+	if l := os.Getenv("KUKIE_MEMORY_LIMIT"); l != "" {
+		return l
+	}
+	return "unset"
 }
 
 // fanOut sends n requests, parallel at a time over one connection pool:
