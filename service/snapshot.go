@@ -383,16 +383,6 @@ func (c *SnapshotCache) read(ctx context.Context, cl Cluster, refresh bool, shar
 	return s
 }
 
-// keepHot makes a new snapshot one of the cache's hot ones: it is served
-// decoded, and packed only if it falls out of the hot ones while still
-// the cluster's snapshot (off every request's path).
-func (c *SnapshotCache) keepHot(s *Snapshot) {
-	s.hot = c.hot
-	if s.hasApps {
-		s.touch()
-	}
-}
-
 // ContentETag returns a weak ETag for a snapshot's apps joined with extra
 // (team data such as the connected repo).
 func ContentETag(s *Snapshot, extra string) string {

@@ -171,6 +171,16 @@ func (s *Snapshot) decode() *decodedApps {
 	return d
 }
 
+// keepHot makes a new snapshot one of the cache's hot ones: it is served
+// decoded, and packed only if it falls out of the hot ones while still
+// the cluster's snapshot (off every request's path).
+func (c *SnapshotCache) keepHot(s *Snapshot) {
+	s.hot = c.hot
+	if s.hasApps {
+		s.touch()
+	}
+}
+
 // touch marks the snapshot recently used among the hot ones.
 func (s *Snapshot) touch() {
 	if s.hot != nil && !s.retired.Load() {
