@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 	"github.com/kukie/gitops-server/internal/testkit/k8stest"
 	"github.com/kukie/gitops-server/service"
 )
+
+// hubRuns numbers the runs of TestHubAndSpoke in this process.
+var hubRuns atomic.Int64
 
 // hubSecretToken is the bearer token in the hub's cluster secret: it must
 // never leave the hub.
@@ -43,7 +47,9 @@ func TestHubAndSpoke(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = hub.Stop() })
 	spokeServer := strings.ToUpper(spoke.Host()) + "/"
-	if err := spoke.Apply(t.Context(), []byte(hubSpokeObjects)); err != nil {
+	// A namespace of this run's own: the sandbox outlives one run (-count).
+	ns := fmt.Sprintf("hub-spoke-%d", hubRuns.Add(1))
+	if err := spoke.Apply(t.Context(), []byte(strings.ReplaceAll(hubSpokeObjects, "hub-spoke", ns))); err != nil {
 		t.Fatal(err)
 	}
 	secret := fmt.Sprintf(hubObjects, spokeServer, b64("spoke-by-name"), b64(spoke.Host()),
@@ -52,8 +58,8 @@ func TestHubAndSpoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := argoAPIFromFile(t, func(r *kube.Reader) service.ApplicationReader { return r }, hubClustersFile(t, spoke, hub))
-	web := ref{"kind": "ConfigMap", "namespace": "hub-spoke", "name": "web-config"}
-	api := ref{"kind": "ConfigMap", "namespace": "hub-spoke", "name": "api-config"}
+	web := ref{"kind": "ConfigMap", "namespace": ns, "name": "web-config"}
+	api := ref{"kind": "ConfigMap", "namespace": ns, "name": "api-config"}
 
 	o := a.ownershipAs(t, "team-a", "spoke", web, api)
 	if o.ArgoCD == nil || len(o.ArgoCD.Resources) != 2 {
