@@ -11,12 +11,14 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// A snapshot keeps one form of its apps: packed (gob, then zstd), about a
-// tenth of the decoded structs and the list JSON together. The decoded
-// form — the apps, the id index, the status.resources index and the list
-// JSON — lives only while the snapshot is among the hot ones (an LRU per
-// cache): a list hit, a detail or a detection on a cold snapshot decodes
-// it again (gob and zstd: well under a millisecond for 100 apps).
+// A cached snapshot keeps one form of its apps. It is served decoded —
+// the apps, the id index, the status.resources index and the list JSON —
+// while it is among the hot ones (an LRU per cache); when it falls out
+// while still its cluster's snapshot it is packed (gob, then zstd: about
+// a tenth of the decoded form) and the decoded form dropped. A list hit,
+// a detail or a detection on such a snapshot decodes it again (well under
+// a millisecond for 100 apps). A replaced or evicted snapshot is retired:
+// never packed, garbage once its last reader is done.
 //
 // zstd (klauspost/compress, already in the module graph through Helm)
 // because it decodes several times faster than gzip at a better ratio;
