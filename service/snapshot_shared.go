@@ -145,10 +145,14 @@ func (c *SnapshotCache) loadShared(ctx context.Context, cl Cluster, refresh bool
 		c.event("hit")
 		return local
 	}
-	row, found, err := c.Shared.Load(ctx, cl)
-	if err != nil {
-		return c.alone(ctx, cl, refresh, "load", err)
-	}
+	var row SharedSnapshot
+	var found bool
+	if !refresh || local != nil && c.Age(local) < c.maxAge(local.Err, refresh) {
+		var err error
+		if row, found, err = c.Shared.Load(ctx, cl); err != nil {
+			return c.alone(ctx, cl, refresh, "load", err)
+		}
+	} // else a refresh past the floor tries the lease first: it returns the row when another replica's is fresh enough
 	waited := false
 	for {
 		if found && c.usable(row, refresh) {
@@ -191,6 +195,7 @@ func (c *SnapshotCache) loadShared(ctx context.Context, cl Cluster, refresh bool
 			waited = true
 		}
 		c.Shared.Wait(ctx, cl, c.Poll)
+		var err error
 		if row, found, err = c.Shared.Load(ctx, cl); err != nil {
 			return c.alone(ctx, cl, refresh, "load", err)
 		}

@@ -30,6 +30,7 @@ type scaleOptions struct {
 	memParallel, memRounds   int
 	heapTop                  int
 	heapOut                  string
+	coldProfile              string
 	sidebarClusters          int
 	sidebarColdRuns          int
 	sidebarCalls, sidebarCli int
@@ -63,6 +64,7 @@ func scaleout(args []string) error {
 	fs.IntVar(&o.memParallel, "mem-parallel", 16, "clusters listed at once (memory)")
 	fs.IntVar(&o.memRounds, "mem-rounds", 3, "sidebar rounds after the listing, each past the snapshot TTL (memory)")
 	fs.IntVar(&o.heapTop, "heap-top", 15, "rows of the heap profile summary (memory)")
+	fs.StringVar(&o.coldProfile, "cold-profile", "", "save the server's CPU profile over the cold lists to this file (cold-ratio)")
 	fs.StringVar(&o.heapOut, "heap-out", "", "also save the heap profile (after the listing) to this file (memory)")
 	fs.IntVar(&o.sidebarClusters, "sidebar-clusters", 200, "FULL clusters of the sidebar's team")
 	fs.IntVar(&o.sidebarColdRuns, "sidebar-cold-runs", 3, "cold sidebars, each on a fresh database and server")

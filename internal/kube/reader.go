@@ -230,10 +230,11 @@ func (r *Reader) ListApplications(ctx context.Context, c service.Cluster) (servi
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
+	settings := readSettingsBeside(ctx, cs.dyn, c.ArgoCDNamespace) // dropped when the LIST failed but for the role
 	read, err := r.list(ctx, cs, c)
 	r.observeList(err, start)
 	if err == nil || service.ErrorReason(err) == ReasonForbidden {
-		read.Settings = readSettings(ctx, cs.dyn, c.ArgoCDNamespace)
+		read.Settings = <-settings
 	}
 	return read, err
 }

@@ -18,6 +18,15 @@ const settingsConfigMap = "argocd-cm"
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
+// readSettingsBeside reads the settings in the background, so a cold
+// list reads argocd-cm beside its LIST instead of after it: one round trip
+// fewer. The answer comes on the channel; a caller may leave it unread.
+func readSettingsBeside(ctx context.Context, dyn dynamic.Interface, namespace string) <-chan service.ArgoCDSettings {
+	out := make(chan service.ArgoCDSettings, 1)
+	go func() { out <- readSettings(ctx, dyn, namespace) }()
+	return out
+}
+
 // readSettings GETs argocd-cm in Argo CD's namespace and returns the
 // settings ownership answers depend on. It never fails: a ConfigMap that
 // is forbidden, absent or unreadable gives Argo CD's defaults and a note.
