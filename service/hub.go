@@ -148,21 +148,45 @@ func (c *ClusterSecretCache) Get(ctx context.Context, cl Cluster) SecretsRead {
 	}
 }
 
+// destinationMemo is a snapshot's destinations as worked out for a hub
+// at one address.
+type destinationMemo struct {
+	endpoint string
+	ids      map[int]string
+}
+
 // destinations maps the apps of a hub's snapshot that deploy to another of
 // the team's clusters to its id, matching the destination's server (or
 // the server of the cluster secret it names) to the clusters' addresses.
-// A hub whose apps all deploy in-cluster costs no lookup.
+// It is worked out once per snapshot, so the team's clusters are listed
+// at most once per snapshot window, not on every app list; a cluster
+// registered meanwhile shows from the next snapshot. A hub whose apps all
+// deploy in-cluster costs no lookup.
 func (s *ArgoCD) destinations(ctx context.Context, hub Cluster, snap *Snapshot) map[int]string {
+	if m := snap.destinations.Load(); m != nil && m.endpoint == hub.Endpoint {
+		return m.ids
+	}
+	ids, ok := s.findDestinations(ctx, hub, snap)
+	if ok {
+		snap.destinations.Store(&destinationMemo{endpoint: hub.Endpoint, ids: ids})
+	}
+	return ids
+}
+
+// findDestinations works the mapping out; ok is false when the team's
+// clusters or the hub's cluster secrets could not be read (the mapping is
+// then worked out again on the next list).
+func (s *ArgoCD) findDestinations(ctx context.Context, hub Cluster, snap *Snapshot) (map[int]string, bool) {
 	remote := false
 	for _, a := range snap.Apps() {
 		remote = remote || DestinationServer(hub, a.Destination, nil) != NormalizeServer(hub.Endpoint)
 	}
 	if !remote {
-		return nil
+		return nil, true
 	}
 	clusters, err := s.Clusters.ListClusters(ctx, hub.TeamID)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	byServer := map[string]string{}
 	for _, c := range clusters {
@@ -173,13 +197,15 @@ func (s *ArgoCD) destinations(ctx context.Context, hub Cluster, snap *Snapshot) 
 		}
 	}
 	if len(byServer) == 0 {
-		return nil
+		return nil, true
 	}
 	var secrets []ArgoCDClusterRef
+	complete := true // false when the hub's cluster secrets could not be read
 	out := map[int]string{}
 	for i, a := range snap.Apps() {
 		if NeedsSecrets(a.Destination) && secrets == nil && s.Secrets != nil {
-			secrets = s.Secrets.Get(ctx, hub).Refs
+			read := s.Secrets.Get(ctx, hub)
+			secrets, complete = read.Refs, read.Err == nil
 			if secrets == nil {
 				secrets = []ArgoCDClusterRef{}
 			}
@@ -188,7 +214,7 @@ func (s *ArgoCD) destinations(ctx context.Context, hub Cluster, snap *Snapshot) 
 			out[i] = id
 		}
 	}
-	return out
+	return out, complete
 }
 
 // WithDestinations returns the apps with destination.cluster_id set as the

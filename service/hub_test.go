@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -76,5 +77,52 @@ func TestClusterSecretCacheWindow(t *testing.T) {
 	cache.Get(t.Context(), hub)
 	if reader.calls != 3 {
 		t.Errorf("calls = %d, want a new read after the failure window", reader.calls)
+	}
+}
+
+// countedClusters counts ListClusters calls.
+type countedClusters struct {
+	fixedClusters
+	calls int
+	err   error
+}
+
+func (c *countedClusters) ListClusters(ctx context.Context, team string) ([]Cluster, error) {
+	c.calls++
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.fixedClusters.ListClusters(ctx, team)
+}
+
+// A hub's app list works its destinations out once per snapshot: the
+// team's clusters are listed once, not on every list; a failed listing is
+// not remembered; a new snapshot works them out again.
+func TestDestinationsOncePerSnapshot(t *testing.T) {
+	hub := Cluster{TeamID: "t", ID: "hub", Endpoint: "https://hub.example"}
+	clusters := &countedClusters{fixedClusters: fixedClusters{hub, {TeamID: "t", ID: "spoke", Endpoint: "https://Spoke.example:443/"}},
+		err: errors.New("database down")}
+	argo := &ArgoCD{Clusters: clusters}
+	apps := []Application{
+		{ID: "argocd/local", Destination: AppDestination{Server: InClusterServer}},
+		{ID: "argocd/remote", Destination: AppDestination{Server: "https://spoke.example"}},
+	}
+	snap := newSnapshot(AppRead{Apps: apps}, nil, time.Now())
+	if ids := argo.destinations(t.Context(), hub, snap); len(ids) != 0 {
+		t.Fatalf("with the clusters unreadable: %v, want none", ids)
+	}
+	clusters.err = nil
+	for range 3 {
+		ids := argo.destinations(t.Context(), hub, snap)
+		if i := slices.IndexFunc(snap.Apps(), func(a Application) bool { return a.ID == "argocd/remote" }); len(ids) != 1 || ids[i] != "spoke" {
+			t.Fatalf("destinations = %v", ids)
+		}
+	}
+	if clusters.calls != 2 {
+		t.Errorf("ListClusters calls = %d, want 2 (the failed one, then once for the snapshot)", clusters.calls)
+	}
+	argo.destinations(t.Context(), hub, newSnapshot(AppRead{Apps: apps}, nil, time.Now()))
+	if clusters.calls != 3 {
+		t.Errorf("ListClusters calls = %d, want a new listing for a new snapshot", clusters.calls)
 	}
 }

@@ -66,6 +66,9 @@ type Snapshot struct {
 	decoded atomic.Pointer[decodedApps]
 	mu      sync.Mutex
 	hot     *hotSnapshots
+	// destinations is the app list's destination.cluster_id mapping,
+	// worked out once per snapshot (hub.go).
+	destinations atomic.Pointer[destinationMemo]
 }
 
 // resourceIdentity is an object as status.resources names it: the group is
@@ -179,6 +182,7 @@ type SnapshotCache struct {
 	evictions [2]atomic.Uint64
 	flight    singleflight.Group
 	observer  CacheObserver
+	replacing sync.Mutex // makes store's and Invalidate's look-then-change one step
 
 	TTL          time.Duration // a good snapshot serves this long (10 s)
 	RefreshFloor time.Duration // a refresh reuses a snapshot younger than this (2 s)
@@ -349,8 +353,11 @@ func (c *SnapshotCache) load(ctx context.Context, cl Cluster, refresh bool) *Sna
 
 // store keeps s as the cluster's snapshot, counting a capacity eviction.
 func (c *SnapshotCache) store(key string, s *Snapshot) {
+	c.replacing.Lock()
 	old, replaced := c.entries.Peek(key)
-	if c.entries.Add(key, s) {
+	evicted := c.entries.Add(key, s)
+	c.replacing.Unlock()
+	if evicted {
 		c.evictions[0].Add(1)
 	}
 	if replaced && old != s {

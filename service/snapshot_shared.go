@@ -210,6 +210,9 @@ const msgReadTimeout = "The cluster's applications could not be read in time."
 // database meanwhile), stores the read and releases the lease.
 func (c *SnapshotCache) readUnderLease(ctx context.Context, cl Cluster, refresh bool, lease Lease) *Snapshot {
 	s := c.read(ctx, cl, refresh, lease.At)
+	// Kept here before the row is written, so the row's own notification
+	// finds this snapshot (not older) and leaves it in place.
+	c.store(cl.Key(), s)
 	enc, hash, err := EncodeSnapshot(s)
 	if err != nil {
 		c.logShared(ctx, cl, "encode", err)
@@ -261,8 +264,10 @@ func (c *SnapshotCache) logShared(ctx context.Context, cl Cluster, step string, 
 // the newer row instead of serving older data until its TTL.
 func (c *SnapshotCache) Invalidate(teamID, clusterID string, fetchedAt time.Time) {
 	key := Cluster{TeamID: teamID, ID: clusterID}.Key()
+	c.replacing.Lock()
+	defer c.replacing.Unlock()
 	if s, ok := c.entries.Peek(key); ok && s.FetchedAt.Before(fetchedAt) {
-		c.entries.Remove(key)
+		c.entries.Remove(key) // never a snapshot stored since the look: that one is not older
 	}
 }
 

@@ -206,6 +206,42 @@ func TestSharedSnapshotsNotificationDropsOlderLocalCopy(t *testing.T) {
 	}
 }
 
+// earlyNotice delivers a write's notification to its own replica before
+// Store returns (the listener can be that quick), and records whether the
+// replica still held the snapshot just written.
+type earlyNotice struct {
+	*store.Snapshots
+	cache   *service.SnapshotCache
+	missing atomic.Int64
+}
+
+func (e *earlyNotice) Store(ctx context.Context, cl service.Cluster, lease service.Lease, w service.SharedWrite) (bool, error) {
+	ok, err := e.Snapshots.Store(ctx, cl, lease, w)
+	e.cache.Invalidate(cl.TeamID, cl.ID, lease.At)
+	if s, held := e.cache.Peek(cl); !held || !s.FetchedAt.Equal(lease.At) {
+		e.missing.Add(1)
+	}
+	return ok, err
+}
+
+// TestSharedSnapshotsOwnNotificationKeepsTheRead: a replica's own write
+// never drops the snapshot it just read, however soon its notification
+// comes back: the snapshot is kept before the row is written.
+func TestSharedSnapshotsOwnNotificationKeepsTheRead(t *testing.T) {
+	_, url, cl := sharedSetup(t)
+	r := &appsReader{apps: 1}
+	a := newReplica(t, url, r)
+	notice := &earlyNotice{Snapshots: a.shared, cache: a.cache}
+	a.cache.Shared, a.cache.RefreshFloor = notice, 0
+	ctx := context.Background()
+	for range 3 {
+		a.cache.Get(ctx, cl, true)
+	}
+	if n := notice.missing.Load(); n != 0 || r.reads.Load() != 3 {
+		t.Fatalf("%d of %d reads were dropped by their own notification", n, r.reads.Load())
+	}
+}
+
 // TestSharedSnapshotsDeadLeaseAndOtherVersions: a lease whose replica died
 // delays the others only until it expires; a row of another schema
 // version is read again; an unchanged read keeps the stored encoding.
