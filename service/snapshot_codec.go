@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"encoding/hex"
 	"fmt"
+	"sync"
 )
 
 // SnapshotSchemaVersion versions the shared encoding of a snapshot. Bump it
@@ -37,6 +38,22 @@ type snapshotFailure struct {
 // (which covers the schema version too, so a new version is never taken
 // for unchanged content).
 func EncodeSnapshot(s *Snapshot) (encoding []byte, hash string, err error) {
+	var buf bytes.Buffer
+	hash, err = encodeSnapshotTo(&buf, s)
+	return buf.Bytes(), hash, err
+}
+
+// encodeBuffers are the buffers cold reads encode their snapshot into:
+// most reads find the content unchanged and drop the encoding at once.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEncoding is the largest buffer given back to encodeBuffers (a
+// cluster of a few thousand apps); larger ones are left to the GC.
+const maxPooledEncoding = 8 << 20
+
+// encodeSnapshotTo writes the shared encoding of s to buf (reset first)
+// and returns its content hash.
+func encodeSnapshotTo(buf *bytes.Buffer, s *Snapshot) (string, error) {
 	rec := snapshotRecord{Apps: s.Apps(), OnlyNamespace: s.OnlyNamespace, Settings: s.Settings}
 	if s.Err != nil {
 		// Only the classified failure crosses replicas; the wrapped
@@ -44,12 +61,14 @@ func EncodeSnapshot(s *Snapshot) (encoding []byte, hash string, err error) {
 		rec.Failure = &snapshotFailure{Code: ErrorCode(s.Err), Reason: ErrorReason(s.Err), Message: ErrorMessage(s.Err)}
 		rec.Apps = nil
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&rec); err != nil {
-		return nil, "", fmt.Errorf("encode snapshot: %w", err)
+	buf.Reset()
+	if err := gob.NewEncoder(buf).Encode(&rec); err != nil {
+		return "", fmt.Errorf("encode snapshot: %w", err)
 	}
-	sum := sha256.Sum256(append(fmt.Appendf(nil, "v%d\x00", SnapshotSchemaVersion), buf.Bytes()...))
-	return buf.Bytes(), hex.EncodeToString(sum[:16]), nil
+	h := sha256.New()
+	fmt.Fprintf(h, "v%d\x00", SnapshotSchemaVersion)
+	h.Write(buf.Bytes())
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
 // decodeSnapshotRecord reads an encoding made by EncodeSnapshot of the

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"time"
 )
@@ -213,14 +214,20 @@ func (c *SnapshotCache) readUnderLease(ctx context.Context, cl Cluster, refresh 
 	// Kept here before the row is written, so the row's own notification
 	// finds this snapshot (not older) and leaves it in place.
 	c.store(cl.Key(), s)
-	enc, hash, err := EncodeSnapshot(s)
+	buf := encodeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledEncoding {
+			encodeBuffers.Put(buf) // after the write: the statement has sent the bytes
+		}
+	}()
+	hash, err := encodeSnapshotTo(buf, s)
 	if err != nil {
 		c.logShared(ctx, cl, "encode", err)
 		return s
 	}
 	w := SharedWrite{ContentHash: hash, FailureCode: ErrorCode(s.Err), FailureReason: string(ErrorReason(s.Err))}
 	if hash != lease.PrevHash {
-		w.Encoding = enc
+		w.Encoding = buf.Bytes()
 	}
 	if s.Err == nil {
 		summary := s.Summary

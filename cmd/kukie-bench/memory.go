@@ -136,7 +136,7 @@ func memoryPhase(o scaleOptions, sb *sandbox) ([]row, string, error) {
 			strings.Join(reads, ", "), pct(sidebar, 50), pct(sidebar, 100)),
 			fmt.Sprintf("**%s**, peak (VmHWM) %s (live heap after a GC: %s)", mib(afterRounds), mib(peak), mib(int64(liveAfterRounds))),
 			"603 MB; target ≤ 200 MB"},
-		{"Snapshots cached at the end; evicted for capacity, for memory (`KUKIE_MEMORY_LIMIT` " + memoryLimitSetting() + ")",
+		{"Snapshots cached at the end; evicted for capacity, for memory (" + memoryLimitSetting() + ")",
 			cache, "all cached"},
 	}
 	return rows, heap, nil
@@ -160,12 +160,15 @@ func cacheState(srv *serverProc) (string, error) {
 	return fmt.Sprintf("%.0f; %.0f, %.0f", v[0], v[1], v[2]), nil
 }
 
-// memoryLimitSetting is KUKIE_MEMORY_LIMIT as the server inherits it.
+// memoryLimitSetting is the limit settings the server inherits
+// (GOMEMLIMIT wins over KUKIE_MEMORY_LIMIT).
 func memoryLimitSetting() string {
-	if l := os.Getenv("KUKIE_MEMORY_LIMIT"); l != "" {
-		return l
+	for _, name := range []string{"GOMEMLIMIT", "KUKIE_MEMORY_LIMIT"} {
+		if l := os.Getenv(name); l != "" {
+			return "`" + name + "` " + l
+		}
 	}
-	return "unset"
+	return "`KUKIE_MEMORY_LIMIT`, `GOMEMLIMIT` unset"
 }
 
 // fanOut sends n requests, parallel at a time over one connection pool:
