@@ -142,18 +142,22 @@ func newer(local *Snapshot, row SharedSnapshot) bool {
 func (c *SnapshotCache) loadShared(ctx context.Context, cl Cluster, refresh bool) *Snapshot {
 	key := cl.Key()
 	local, _ := c.entries.Peek(key)
-	if local != nil && c.Age(local) < c.maxAge(local.Err, refresh) && !refresh {
+	localFresh := local != nil && c.Age(local) < c.maxAge(local.Err, refresh)
+	if localFresh && !refresh {
 		c.event("hit")
 		return local
 	}
+	// A refresh past the floor tries the lease first: Acquire returns the
+	// row when another replica's is fresh enough, so a Load would be a
+	// round trip more.
 	var row SharedSnapshot
 	var found bool
-	if !refresh || local != nil && c.Age(local) < c.maxAge(local.Err, refresh) {
+	if !refresh || localFresh {
 		var err error
 		if row, found, err = c.Shared.Load(ctx, cl); err != nil {
 			return c.alone(ctx, cl, refresh, "load", err)
 		}
-	} // else a refresh past the floor tries the lease first: it returns the row when another replica's is fresh enough
+	}
 	waited := false
 	for {
 		if found && c.usable(row, refresh) {
